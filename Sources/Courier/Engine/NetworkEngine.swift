@@ -1,0 +1,214 @@
+public import Foundation
+public import HTTPTypes
+import Synchronization
+
+/// One engine per API host: it composes URLs, carries default headers and configuration, and builds
+/// operations that run on the shared ``NetworkQueue``.
+///
+/// Wrap an engine in a type of your own whose methods return model values, so callers never see
+/// URLs, headers or JSON keys (MKNetworkKit's `CurrencyEngine`):
+/// ```swift
+/// struct CurrencyEngine {
+///     let engine = NetworkEngine(host: "api.example.com", apiPath: "v1", headers: ["x-client-identifier": "iOS"])
+///
+///     func rates(base: String) async throws -> [String: Double] {
+///         let op = engine.operation(path: "rates", params: ["base": .string(base)])
+///         return try await engine.send(op, decoding: RatesPayload.self).rates
+///     }
+/// }
+/// ```
+/// Building an operation never throws: bad input (an invalid URL or header) makes the operation
+/// fail with a typed ``NetworkError`` when it is enqueued, before anything is sent.
+public final class NetworkEngine: Sendable {
+    /// The engine's configuration.
+    public let configuration: Configuration
+    /// The queue the engine's operations run on.
+    public let queue: NetworkQueue
+    /// The headers sent with every request: `User-Agent`, `Accept-Language`, then the engine's own.
+    public let defaultHeaders: HTTPFields
+
+    private let composer: Result<URLComposer, NetworkError>
+    private let headerError: NetworkError?
+    private let id: UInt64
+    let context: OperationContext
+
+    private static let counter = Atomic<UInt64>(1)
+
+    /// Creates an engine for a host, MKNetworkKit style.
+    ///
+    /// - Parameters:
+    ///   - host: The host name or IP address (`api.example.com`, `127.0.0.1`, `[::1]`).
+    ///   - port: The port, if not the scheme's default.
+    ///   - apiPath: A path prefix for every operation (`"v1"` or `"/api/v2/"`: slashes do not matter).
+    ///   - isSecure: `true` (the default) for https, `false` for http.
+    ///   - headers: Header fields sent with every request (for example `x-client-identifier: iOS`).
+    ///   - configuration: Timeouts, limits, redirects, validation.
+    ///   - queue: The queue to run on; ``NetworkQueue/shared`` by default.
+    ///   - transport: The transport; ``AsyncHTTPClientTransport/shared`` by default.
+    public convenience init(
+        host: String,
+        port: Int? = nil,
+        apiPath: String? = nil,
+        isSecure: Bool = true,
+        headers: [String: String] = [:],
+        configuration: Configuration = Configuration(),
+        queue: NetworkQueue = .shared,
+        transport: any HTTPTransport = AsyncHTTPClientTransport.shared
+    ) {
+        let composer = URLComposer(scheme: isSecure ? "https" : "http", host: host, port: port, apiPath: apiPath)
+        self.init(composer: .success(composer), headers: headers, configuration: configuration, queue: queue, transport: transport)
+    }
+
+    /// Creates an engine whose operations' paths are relative to a base URL such as
+    /// `https://api.example.com:8443/v1`.
+    ///
+    /// - Parameters:
+    ///   - baseURL: An http or https URL with a host and an optional path prefix, no query.
+    ///     If it is not one, every operation fails with ``NetworkError/Code/invalidURL``.
+    ///   - headers: Header fields sent with every request.
+    ///   - configuration: Timeouts, limits, redirects, validation.
+    ///   - queue: The queue to run on; ``NetworkQueue/shared`` by default.
+    ///   - transport: The transport; ``AsyncHTTPClientTransport/shared`` by default.
+    public convenience init(
+        baseURL: String,
+        headers: [String: String] = [:],
+        configuration: Configuration = Configuration(),
+        queue: NetworkQueue = .shared,
+        transport: any HTTPTransport = AsyncHTTPClientTransport.shared
+    ) {
+        let composer: Result<URLComposer, NetworkError> = URLComposer(baseURL: baseURL).map { .success($0) }
+            ?? .failure(NetworkError(.invalidURL, "the base URL must be an http(s) URL with a host and no query", url: baseURL))
+        self.init(composer: composer, headers: headers, configuration: configuration, queue: queue, transport: transport)
+    }
+
+    private init(
+        composer: Result<URLComposer, NetworkError>,
+        headers: [String: String],
+        configuration: Configuration,
+        queue: NetworkQueue,
+        transport: any HTTPTransport
+    ) {
+        self.composer = composer
+        self.configuration = configuration
+        self.queue = queue
+        self.id = Self.counter.wrappingAdd(1, ordering: .relaxed).oldValue
+        var fields = HTTPFields()
+        var headerError: NetworkError?
+        let defaults = [("User-Agent", configuration.userAgent), ("Accept-Language", configuration.acceptLanguage)]
+        for (name, value) in defaults + headers.sorted(by: { $0.key < $1.key }) {
+            switch HeaderValidation.field(name: name, value: value) {
+            case .success(let field): fields[field.name] = field.value
+            case .failure(let error): headerError = headerError ?? error
+            }
+        }
+        self.defaultHeaders = fields
+        self.headerError = headerError
+        self.context = OperationContext(
+            engineID: id, queue: queue, executor: RequestExecutor(transport: transport), configuration: configuration)
+    }
+
+    /// The engine's base URL (`scheme://host[:port][/apiPath]`), or `nil` when the host or base URL is invalid.
+    public var baseURL: String? { try? composer.get().baseURLString }
+
+    // MARK: Building operations
+
+    /// Builds an operation for a path under the engine's host and API path.
+    ///
+    /// Parameters go to the query string for GET, HEAD and DELETE (and whenever `body` is given),
+    /// and to a form-encoded body otherwise.
+    /// - Parameters:
+    ///   - path: The path below the API path; `""` or `"/"` is the API root. It may carry a query.
+    ///   - params: Parameters, encoded as AFNetworking does (sorted keys, `a[b]=v`, `a[]=v`, booleans `1`/`0`).
+    ///   - method: The method; GET by default.
+    ///   - body: The body, if any.
+    /// - Returns: A new operation, not yet enqueued.
+    public func operation(
+        path: String, params: [String: ParameterValue] = [:], method: HTTPRequest.Method = .get, body: RequestBody? = nil
+    ) -> NetworkOperation {
+        let url = composer.flatMap { composer in
+            composer.url(path: path).mapError { NetworkError(.invalidURL, $0.reason, url: path) }
+        }
+        return makeOperation(url: url, fallback: path, params: params, method: method, body: body)
+    }
+
+    /// Builds an operation for an absolute URL (an image on a CDN, a link from a response).
+    /// - Parameters:
+    ///   - url: An absolute http or https URL.
+    ///   - params: Parameters, as for ``operation(path:params:method:body:)``.
+    ///   - method: The method; GET by default.
+    ///   - body: The body, if any.
+    /// - Returns: A new operation, not yet enqueued.
+    public func operation(
+        url: String, params: [String: ParameterValue] = [:], method: HTTPRequest.Method = .get, body: RequestBody? = nil
+    ) -> NetworkOperation {
+        let valid: Result<String, NetworkError>
+        if let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            parsed.host?.isEmpty == false
+        {
+            valid = .success(url)
+        } else {
+            valid = .failure(NetworkError(.invalidURL, "not an absolute http(s) URL", url: url))
+        }
+        return makeOperation(url: valid, fallback: url, params: params, method: method, body: body)
+    }
+
+    private func makeOperation(
+        url: Result<String, NetworkError>, fallback: String, params: [String: ParameterValue],
+        method: HTTPRequest.Method, body: RequestBody?
+    ) -> NetworkOperation {
+        var body = body
+        var url = url
+        if !params.isEmpty {
+            if body != nil || method == .get || method == .head || method == .delete {
+                url = url.map { FormEncoder.appendQuery(FormEncoder.encode(params), to: $0) }
+            } else {
+                body = .form(params)
+            }
+        }
+        let urlString = (try? url.get()) ?? fallback
+        let parsed = url.flatMap { string in
+            URL(string: string).map { .success($0) } ?? .failure(NetworkError(.invalidURL, "not a valid URL", url: string))
+        }
+        return NetworkOperation(
+            method: method, url: parsed, urlString: urlString, headers: defaultHeaders, body: body,
+            context: context, inputError: headerError)
+    }
+
+    // MARK: Running operations
+
+    /// Puts an operation on the queue. Enqueueing twice does nothing; an operation with bad input
+    /// fails at once with its typed error, without touching the network.
+    /// - Parameter operation: The operation.
+    public func enqueue(_ operation: NetworkOperation) {
+        operation.submit()
+    }
+
+    /// Enqueues an operation and waits for its response.
+    /// - Parameter operation: The operation.
+    /// - Returns: The response.
+    /// - Throws: ``NetworkError``.
+    @discardableResult
+    public func send(_ operation: NetworkOperation) async throws(NetworkError) -> NetworkResponse {
+        operation.submit()
+        return try await operation.response()
+    }
+
+    /// Enqueues an operation, waits for its response and decodes the JSON body.
+    /// - Parameters:
+    ///   - operation: The operation.
+    ///   - type: The type to decode.
+    ///   - decoder: The decoder; a default `JSONDecoder` when omitted.
+    /// - Returns: The decoded value.
+    /// - Throws: ``NetworkError``, with ``NetworkError/Code/decodingFailed`` when the body does not decode.
+    public func send<T: Decodable>(
+        _ operation: NetworkOperation, decoding type: T.Type, decoder: JSONDecoder = JSONDecoder()
+    ) async throws(NetworkError) -> T {
+        try await send(operation).decode(type, decoder: decoder)
+    }
+
+    /// Cancels every operation this engine built that is still in its queue.
+    public func cancelAllOperations() {
+        let id = self.id
+        queue.cancelOperations { $0.context.engineID == id }
+    }
+}

@@ -1,0 +1,125 @@
+public import Foundation
+
+/// The one error type Courier reports.
+///
+/// Every failure, whether it comes from bad input, the network, the server or decoding, is a
+/// `NetworkError` with a ``Code``. Codes are static members of a struct rather than enum cases,
+/// so new codes never break a caller's `switch`:
+///
+/// ```swift
+/// do {
+///     let rates = try await currencyEngine.rates()
+/// } catch let error as NetworkError {
+///     switch error.code {
+///     case .notConnected, .cannotConnect: showOfflineBanner()
+///     case .unacceptableStatus where error.response?.statusCode == 401: signIn()
+///     default: show(error)
+///     }
+/// }
+/// ```
+public struct NetworkError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a stable, comparable code.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+
+        /// The URL could not be built or is not an http(s) URL with a host.
+        public static let invalidURL = Code("invalidURL")
+        /// A header name is not a valid token, or a header value contains CR, LF or NUL.
+        public static let invalidHeader = Code("invalidHeader")
+        /// The HTTP method is not a valid token.
+        public static let invalidMethod = Code("invalidMethod")
+        /// The request body could not be encoded (for example a JSON encoding failure).
+        public static let encodingFailed = Code("encodingFailed")
+        /// The host could not be reached: the name did not resolve or the connection was refused.
+        public static let cannotConnect = Code("cannotConnect")
+        /// There is no network connection to the host.
+        public static let notConnected = Code("notConnected")
+        /// A connect, read or total timeout elapsed.
+        public static let timeout = Code("timeout")
+        /// The connection closed before the response was complete.
+        public static let connectionLost = Code("connectionLost")
+        /// The operation was cancelled.
+        public static let cancelled = Code("cancelled")
+        /// The status code is not one of the acceptable codes. ``NetworkError/response`` holds the response.
+        public static let unacceptableStatus = Code("unacceptableStatus")
+        /// The response's content type is not one of the acceptable types.
+        public static let unacceptableContentType = Code("unacceptableContentType")
+        /// The response body (after decompression) exceeds the configured limit.
+        public static let bodyTooLarge = Code("bodyTooLarge")
+        /// The response body could not be decoded as the requested type.
+        public static let decodingFailed = Code("decodingFailed")
+        /// More redirects than the redirect policy allows, or a redirect loop.
+        public static let tooManyRedirects = Code("tooManyRedirects")
+        /// A redirect from https to http, which the redirect policy forbids.
+        public static let insecureRedirect = Code("insecureRedirect")
+        /// The TLS handshake failed or the certificate was rejected.
+        public static let tls = Code("tls")
+        /// The server's response could not be parsed (malformed HTTP, corrupt compressed body).
+        public static let invalidResponse = Code("invalidResponse")
+        /// Any other transport failure; ``NetworkError/underlying`` holds the cause.
+        public static let transport = Code("transport")
+
+        public var description: String { name }
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A human-readable explanation, fit for a log line.
+    public var message: String
+    /// The URL of the request, when there was one.
+    public var url: String?
+    /// The response, when the server answered (for example with ``Code/unacceptableStatus``).
+    public var response: NetworkResponse?
+    /// The error that caused this one, if any.
+    public var underlying: (any Error)?
+
+    /// Creates an error.
+    /// - Parameters:
+    ///   - code: What went wrong.
+    ///   - message: A human-readable explanation; defaults to the code's name.
+    ///   - url: The request's URL.
+    ///   - response: The server's response, if there was one.
+    ///   - underlying: The error that caused this one.
+    public init(
+        _ code: Code,
+        _ message: String? = nil,
+        url: String? = nil,
+        response: NetworkResponse? = nil,
+        underlying: (any Error)? = nil
+    ) {
+        self.code = code
+        self.message = message ?? code.description
+        self.url = url
+        self.response = response
+        self.underlying = underlying
+    }
+
+    /// The response body, when the server answered.
+    public var body: Data? { response?.body }
+
+    public var description: String {
+        var text = "\(code): \(message)"
+        if let url { text += " (\(url))" }
+        return text
+    }
+
+    /// Whether this error means the operation was cancelled.
+    public var isCancellation: Bool { code == .cancelled }
+}
+
+extension NetworkError {
+    static func cancelled(url: String?) -> NetworkError {
+        NetworkError(.cancelled, "the operation was cancelled", url: url)
+    }
+
+    /// Wraps any error as a `NetworkError`, keeping one that already is.
+    static func wrapping(_ error: any Error, url: String?) -> NetworkError {
+        if var networkError = error as? NetworkError {
+            if networkError.url == nil { networkError.url = url }
+            return networkError
+        }
+        if error is CancellationError { return .cancelled(url: url) }
+        return NetworkError(.transport, String(describing: error), url: url, underlying: error)
+    }
+}

@@ -1,0 +1,64 @@
+extension NetworkOperation {
+    /// What happens to an operation, as an element of ``events``.
+    public enum Event: Sendable {
+        /// Request body bytes were sent.
+        case uploadProgress(TransferProgress)
+        /// Response body bytes arrived.
+        case downloadProgress(TransferProgress)
+        /// The operation succeeded; the sequence ends.
+        case response(NetworkResponse)
+        /// The operation failed or was cancelled; the sequence ends.
+        case failure(NetworkError)
+    }
+
+    /// Waits for the operation's response, enqueueing it first if it is not yet enqueued.
+    ///
+    /// ```swift
+    /// let response = try await engine.operation(path: "/rates").response()
+    /// ```
+    /// Cancelling the waiting task cancels the operation.
+    /// - Returns: The response.
+    /// - Throws: ``NetworkError``, as the error handlers would hear it.
+    public func response() async throws(NetworkError) -> NetworkResponse {
+        if state == .ready { submit() }
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                whenFinished { continuation.resume(returning: $0) }
+            }
+        } onCancel: {
+            cancel()
+        }
+        return try result.get()
+    }
+
+    /// The operation's progress and outcome as an asynchronous sequence that ends with
+    /// `.response` or `.failure`.
+    ///
+    /// ```swift
+    /// for await event in op.events {
+    ///     if case .downloadProgress(let progress) = event { bar.value = progress.fractionCompleted ?? 0 }
+    /// }
+    /// ```
+    /// Each access makes a new sequence that sees the events from then on (a finished operation's
+    /// sequence holds just its outcome). Progress is buffered up to the newest 256 events for a slow
+    /// reader; the outcome is never dropped. Iterating does not enqueue the operation.
+    public var events: AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
+        storage.withLock { storage in
+            switch storage.machine.outcome {
+            case .success(let response)?:
+                continuation.yield(.response(response))
+                continuation.finish()
+            case .failure(let error)?:
+                continuation.yield(.failure(error))
+                continuation.finish()
+            case nil:
+                // No onTermination: finishing under the lock must not call back into the lock.
+                // A reader that stops early leaves an idle continuation until the operation ends.
+                storage.streams[storage.nextStreamKey] = continuation
+                storage.nextStreamKey += 1
+            }
+        }
+        return stream
+    }
+}

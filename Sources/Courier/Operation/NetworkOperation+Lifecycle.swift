@@ -1,0 +1,200 @@
+import Foundation
+import HTTPTypes
+
+// The operation's side of its conversation with the queue. Every event is applied to the state
+// machine under the lock; user handlers are *dispatched* (not called) under the lock, onto the
+// engine's serial callback queue, which keeps each operation's events in order without calling
+// user code while the lock is held. Internal observers run after the lock is released.
+extension NetworkOperation {
+    /// Enqueues the operation on its engine's queue; called by ``NetworkEngine/enqueue(_:)``.
+    func submit() {
+        let (action, dependencies, observers) = storage.withLock { storage in
+            let action = storage.machine.enqueue(failingWith: inputError ?? storage.headerError)
+            switch action {
+            case .submit:
+                dispatchStateChange(.waiting, in: storage)
+                return (action, storage.dependencies, [] as [Observer])
+            case .finished:
+                return (action, [], publishOutcome(&storage))
+            case .none:
+                return (action, [], [])
+            }
+        }
+        switch action {
+        case .none:
+            return
+        case .finished:
+            notify(observers)
+        case .submit:
+            let pending = dependencies.filter { !$0.isFinished }
+            let queue = context.queue
+            queue.enqueue(self, dependencies: Set(pending.map(\.id)))
+            // Observed only after enqueueing, so a dependency finishing meanwhile is never missed.
+            let id = self.id
+            for dependency in pending {
+                let dependencyID = dependency.id
+                dependency.whenFinished { _ in queue.dependencyFinished(dependencyID, for: id) }
+            }
+            // A cancel that raced with enqueueing found nothing to remove: remove it now.
+            if isCancelled { queue.cancel(self) }
+        }
+    }
+
+    /// The request as it goes on the wire. Only called once the operation is enqueued (URL valid).
+    func preparedRequest() -> PreparedRequest {
+        let configuration = context.configuration
+        return PreparedRequest(
+            method: method,
+            url: requestURL ?? URL(string: "http://invalid.invalid")!,
+            headers: headers,
+            body: body,
+            options: TransportOptions(
+                connectTimeout: configuration.timeouts.connect,
+                readTimeout: configuration.timeouts.read,
+                decompression: configuration.decompression),
+            redirects: configuration.redirects,
+            maximumBodySize: configuration.maximumResponseBodySize,
+            totalTimeout: configuration.timeouts.total,
+            logger: configuration.logger)
+    }
+
+    /// The key identical operations share, or `nil` when this one must run alone.
+    func coalescingKey() -> CoalescingKey? {
+        guard storage.withLock({ $0.allowsCoalescing }) else { return nil }
+        return CoalescingKey(request: preparedRequest(), uniqueIdentifier: uniqueIdentifier)
+    }
+
+    // MARK: Events from the queue
+
+    /// The operation's flight started (or it joined one already running).
+    func queueDidStart() {
+        storage.withLock { storage in
+            if storage.machine.start() { dispatchStateChange(.executing, in: storage) }
+        }
+    }
+
+    func queueDidSendBody(_ progress: TransferProgress) {
+        storage.withLock { storage in
+            guard storage.machine.acceptsProgress else { return }
+            let handlers = storage.handlers.uploadProgress
+            if !handlers.isEmpty {
+                context.configuration.callbackQueue.async { for handler in handlers { handler(progress) } }
+            }
+            for stream in storage.streams.values { stream.yield(.uploadProgress(progress)) }
+        }
+    }
+
+    func queueDidReceiveBody(_ progress: TransferProgress) {
+        storage.withLock { storage in
+            guard storage.machine.acceptsProgress else { return }
+            let handlers = storage.handlers.downloadProgress
+            if !handlers.isEmpty {
+                context.configuration.callbackQueue.async { for handler in handlers { handler(progress) } }
+            }
+            for stream in storage.streams.values { stream.yield(.downloadProgress(progress)) }
+        }
+    }
+
+    /// The flight ended; `result` is the raw outcome, which this operation validates by its own rules.
+    func queueDidFinish(_ result: Result<NetworkResponse, NetworkError>) {
+        finish(result.flatMap(validate))
+    }
+
+    /// The queue removed the operation after ``cancel()``.
+    func queueDidCancel() {
+        finish(.failure(.cancelled(url: urlString)))
+    }
+
+    // MARK: Outcome
+
+    typealias Observer = @Sendable (Result<NetworkResponse, NetworkError>) -> Void
+
+    /// Calls `observer` once with the outcome: now, if the operation already finished.
+    func whenFinished(_ observer: @escaping Observer) {
+        let outcome: Result<NetworkResponse, NetworkError>? = storage.withLock { storage in
+            if let outcome = storage.machine.outcome { return outcome }
+            storage.observers.append(observer)
+            return nil
+        }
+        if let outcome { observer(outcome) }
+    }
+
+    private func finish(_ result: Result<NetworkResponse, NetworkError>) {
+        let observers = storage.withLock { storage in
+            storage.machine.finish(result) ? publishOutcome(&storage) : []
+        }
+        notify(observers)
+    }
+
+    /// Dispatches the outcome to handlers and streams (under the lock, for ordering), clears every
+    /// handler, and returns the internal observers to call once the lock is released.
+    func publishOutcome(_ storage: inout Storage) -> [Observer] {
+        guard let outcome = storage.machine.outcome else { return [] }
+        let handlers = storage.handlers
+        let queue = context.configuration.callbackQueue
+        switch outcome {
+        case .success(let response):
+            if !handlers.completion.isEmpty || !handlers.stateChange.isEmpty {
+                queue.async {
+                    for handler in handlers.stateChange { handler(.finished) }
+                    for handler in handlers.completion { handler(response) }
+                }
+            }
+        case .failure(let error):
+            if !handlers.error.isEmpty || !handlers.stateChange.isEmpty {
+                queue.async {
+                    for handler in handlers.stateChange { handler(.finished) }
+                    for handler in handlers.error { handler(error) }
+                }
+            }
+        }
+        let event: Event = switch outcome {
+        case .success(let response): .response(response)
+        case .failure(let error): .failure(error)
+        }
+        for stream in storage.streams.values {
+            stream.yield(event)
+            stream.finish()
+        }
+        storage.streams = [:]
+        storage.handlers = Handlers()
+        storage.dependencies = []
+        defer { storage.observers = [] }
+        return storage.observers
+    }
+
+    func notify(_ observers: [Observer]) {
+        guard !observers.isEmpty, let outcome = storage.withLock({ $0.machine.outcome }) else { return }
+        for observer in observers { observer(outcome) }
+    }
+
+    func dispatchStateChange(_ state: State, in storage: Storage) {
+        let handlers = storage.handlers.stateChange
+        guard !handlers.isEmpty else { return }
+        context.configuration.callbackQueue.async { for handler in handlers { handler(state) } }
+    }
+
+    /// Applies the engine's acceptable status codes and content types.
+    private func validate(_ response: NetworkResponse) -> Result<NetworkResponse, NetworkError> {
+        let configuration = context.configuration
+        guard configuration.acceptableStatusCodes.contains(response.statusCode) else {
+            return .failure(NetworkError(
+                .unacceptableStatus, "the server answered \(response.statusCode) \(response.status.reasonPhrase)",
+                url: response.url.absoluteString, response: response))
+        }
+        if let acceptable = configuration.acceptableContentTypes, !response.body.isEmpty {
+            let mediaType = response.mediaType ?? ""
+            let matches = acceptable.contains { pattern in
+                let pattern = pattern.lowercased()
+                if pattern == "*/*" || pattern == mediaType { return true }
+                return pattern.hasSuffix("/*") && mediaType.hasPrefix(pattern.dropLast())
+            }
+            if !matches {
+                return .failure(NetworkError(
+                    .unacceptableContentType, "the response is \(mediaType.isEmpty ? "of no declared type" : mediaType), not one of \(acceptable.sorted())",
+                    url: response.url.absoluteString, response: response))
+            }
+        }
+        return .success(response)
+    }
+}

@@ -1,0 +1,120 @@
+public import Foundation
+public import HTTPTypes
+
+extension NetworkOperation {
+    /// The response, once the operation succeeded.
+    public var response: NetworkResponse? {
+        if case .success(let response)? = storage.withLock({ $0.machine.outcome }) { return response }
+        return nil
+    }
+
+    /// The error, once the operation failed or was cancelled.
+    public var error: NetworkError? {
+        if case .failure(let error)? = storage.withLock({ $0.machine.outcome }) { return error }
+        return nil
+    }
+
+    /// The server's response whether the operation succeeded or not (for example a 404's body).
+    private var anyResponse: NetworkResponse? { response ?? error?.response }
+
+    /// The response body.
+    public var responseData: Data? { anyResponse?.body }
+    /// The response body as text, in the charset of its `Content-Type` (UTF-8 when none).
+    public var responseString: String? { anyResponse?.string }
+    /// The response body as XML, or `nil` when there is none or it is not well-formed.
+    public var responseXML: XMLDocumentTree? { anyResponse?.xml }
+    /// The status code, once the server answered.
+    public var statusCode: Int? { anyResponse?.statusCode }
+    /// The response header fields, once the server answered.
+    public var responseHeaders: HTTPFields? { anyResponse?.headers }
+    /// The URL first requested (before redirects); `nil` when it could not be composed.
+    public var originalURL: URL? { requestURL }
+    /// The final URL after redirects, or the requested URL until there is a response.
+    public var url: URL? { anyResponse?.url ?? requestURL }
+    /// The redirects followed.
+    public var redirectChain: [RedirectHop] { anyResponse?.redirectChain ?? [] }
+
+    /// The response body parsed as JSON.
+    /// - Returns: The top-level JSON value.
+    /// - Throws: ``NetworkError`` (``NetworkError/Code/decodingFailed``) when the body is missing or not JSON.
+    public func responseJSON() throws(NetworkError) -> Any {
+        guard let response = anyResponse else {
+            throw NetworkError(.decodingFailed, "the operation has no response", url: urlString)
+        }
+        return try response.json()
+    }
+
+    /// Decodes the response body as JSON.
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - decoder: The decoder; a default `JSONDecoder` when omitted.
+    /// - Returns: The decoded value.
+    /// - Throws: ``NetworkError`` (``NetworkError/Code/decodingFailed``) when the body is missing or does not decode.
+    public func decode<T: Decodable>(_ type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws(NetworkError) -> T {
+        guard let response = anyResponse else {
+            throw NetworkError(.decodingFailed, "the operation has no response", url: urlString)
+        }
+        return try response.decode(type, decoder: decoder)
+    }
+
+    /// A `curl` command that sends the same request, for logs and bug reports.
+    ///
+    /// Credentials are masked: `Authorization` and `Proxy-Authorization` keep only their scheme,
+    /// `Cookie` only the cookie names.
+    public var curlCommand: String {
+        var parts = ["curl"]
+        if method == .head {
+            parts.append("--head")
+        } else if method != .get || body != nil {
+            parts += ["-X", ShellQuoting.quote(method.rawValue)]
+        }
+        parts.append(ShellQuoting.quote(urlString))
+        for field in headers.http1Fields {
+            parts += ["-H", ShellQuoting.quote("\(field.name): \(Self.masked(name: field.name, value: field.value))")]
+        }
+        if let body {
+            if let text = String(data: body, encoding: .utf8), !text.contains("\0") {
+                parts += ["--data-binary", ShellQuoting.quote(text)]
+            } else {
+                parts += ["--data-binary", "@-", "# \(body.count) bytes of binary data"]
+            }
+        }
+        return parts.joined(separator: " ")
+    }
+
+    /// A header value fit for logs: credentials masked, everything else as is.
+    static func masked(name: String, value: String) -> String {
+        switch name.lowercased() {
+        case "authorization", "proxy-authorization":
+            let scheme = value.split(separator: " ", maxSplits: 1).first.map(String.init)
+            return value.contains(" ") ? "\(scheme ?? "") ***" : "***"
+        case "cookie", "set-cookie":
+            return value.split(separator: ";").map { pair in
+                let name = pair.split(separator: "=", maxSplits: 1).first ?? ""
+                return "\(name.trimmingCharacters(in: .whitespaces))=***"
+            }.joined(separator: "; ")
+        default:
+            return value
+        }
+    }
+
+    /// SHA-256 (hex) of `METHOD SP normalised-URL LF hex(SHA-256(body))`. The URL is normalised by
+    /// lower-casing scheme and host, dropping a default port and the fragment, and using `/` for an
+    /// empty path; the query is kept as sent (Courier's own encoders sort parameters).
+    static func makeUniqueIdentifier(method: HTTPRequest.Method, url: String, body: Data?) -> String {
+        let bodyDigest = SHA256.hexDigest(body ?? Data())
+        return SHA256.hexDigest(Data("\(method.rawValue) \(normalizedURL(url))\n\(bodyDigest)".utf8))
+    }
+
+    static func normalizedURL(_ string: String) -> String {
+        guard var components = URLComponents(string: string) else { return string }
+        components.scheme = components.scheme?.lowercased()
+        if let host = components.percentEncodedHost { components.percentEncodedHost = host.lowercased() }
+        if (components.scheme == "http" && components.port == 80) || (components.scheme == "https" && components.port == 443) {
+            components.port = nil
+        }
+        components.fragment = nil
+        if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }
+        return components.string ?? string
+    }
+}

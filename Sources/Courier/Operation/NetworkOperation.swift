@@ -1,0 +1,224 @@
+import Foundation
+public import HTTPTypes
+import Synchronization
+
+/// One HTTP request and its response: the unit of work an engine builds and the shared queue runs.
+///
+/// Build operations with an engine, attach handlers, and enqueue:
+/// ```swift
+/// let op = engine.operation(path: "/rates", params: ["base": "EUR"])
+/// op.onCompletion { response in print(response.string ?? "") }
+///   .onError { error in print(error) }
+/// engine.enqueue(op)
+/// ```
+/// or `let response = try await engine.send(op)`.
+///
+/// Several handlers of each kind may be attached; each is called exactly once per event, in order,
+/// on the engine's ``NetworkEngine/Configuration/callbackQueue``. A completion or error handler
+/// attached after the operation finished is called at once with the outcome.
+///
+/// The request (method, URL, body) is fixed when the engine builds the operation; headers,
+/// priority, tag and user info may change until it is enqueued (priority also while it waits).
+public final class NetworkOperation: Sendable, CustomStringConvertible {
+    /// Where an operation is in its life.
+    public enum State: String, Sendable, Hashable {
+        /// Built, not yet enqueued.
+        case ready
+        /// In the queue, waiting for its dependencies or a free slot.
+        case waiting
+        /// Its request is on the wire.
+        case executing
+        /// It has its outcome: a response, an error, or cancellation.
+        case finished
+    }
+
+    struct Handlers {
+        var completion: [@Sendable (NetworkResponse) -> Void] = []
+        var error: [@Sendable (NetworkError) -> Void] = []
+        var uploadProgress: [@Sendable (TransferProgress) -> Void] = []
+        var downloadProgress: [@Sendable (TransferProgress) -> Void] = []
+        var stateChange: [@Sendable (State) -> Void] = []
+    }
+
+    struct Storage {
+        var machine = OperationStateMachine()
+        var headers: HTTPFields
+        var headerError: NetworkError?
+        var priority = Priority.normal
+        var tag = 0
+        var userInfo: [String: any Sendable] = [:]
+        var allowsCoalescing: Bool
+        var dependencies: [NetworkOperation] = []
+        var handlers = Handlers()
+        /// Internal observers of the outcome, called once, outside the lock.
+        var observers: [@Sendable (Result<NetworkResponse, NetworkError>) -> Void] = []
+        var streams: [Int: AsyncStream<Event>.Continuation] = [:]
+        var nextStreamKey = 0
+    }
+
+    let id = OperationID.next()
+    let context: OperationContext
+    let storage: Mutex<Storage>
+    /// The composed URL, or `nil` when it could not be composed (the operation then fails with ``NetworkError/Code/invalidURL``).
+    let requestURL: URL?
+    /// The URL as composed or given, valid or not, for messages.
+    let urlString: String
+    let body: Data?
+    /// Bad input found when the operation was built (URL, body, engine headers); it fails with this when enqueued.
+    let inputError: NetworkError?
+
+    /// The request method.
+    public let method: HTTPRequest.Method
+    /// A stable identity of the request: SHA-256 over the method, the normalised URL and the body's digest
+    /// (see <doc:Operations>). Equal for two operations that would send the same request.
+    public let uniqueIdentifier: String
+
+    init(
+        method: HTTPRequest.Method,
+        url: Result<URL, NetworkError>,
+        urlString: String,
+        headers: HTTPFields,
+        body: RequestBody?,
+        context: OperationContext,
+        inputError: NetworkError?
+    ) {
+        self.method = method
+        self.context = context
+        self.urlString = urlString
+        self.requestURL = try? url.get()
+        self.body = body?.data
+        var error = inputError
+        if case .failure(let urlError) = url { error = error ?? urlError }
+        if case .invalid(let bodyError)? = body?.storage { error = error ?? bodyError }
+        self.inputError = error.map { var e = $0; e.url = e.url ?? urlString; return e }
+        var fields = headers
+        if let contentType = body?.contentType, fields[.contentType] == nil {
+            fields[.contentType] = contentType
+        }
+        self.uniqueIdentifier = Self.makeUniqueIdentifier(method: method, url: urlString, body: body?.data)
+        let coalesces = context.configuration.coalescesRequests && (method == .get || method == .head)
+        self.storage = Mutex(Storage(headers: fields, allowsCoalescing: coalesces))
+    }
+
+    // MARK: Settings
+
+    /// The header fields the request will carry: the engine's defaults, overridden by the operation's own.
+    public var headers: HTTPFields { storage.withLock { $0.headers } }
+
+    /// Sets (or, with `nil`, removes) a header, replacing any value of the same name (case-insensitive).
+    ///
+    /// A name that is not a valid token, or a value containing CR, LF or NUL, makes the operation fail
+    /// with ``NetworkError/Code/invalidHeader`` when it is enqueued; nothing is sent. Ignored once enqueued.
+    /// - Parameters:
+    ///   - value: The value, or `nil` to remove the header.
+    ///   - name: The header name.
+    /// - Returns: The operation, for chaining.
+    @discardableResult
+    public func setHeader(_ value: String?, forName name: String) -> Self {
+        storage.withLock { storage in
+            guard storage.machine.state == .ready else { return }
+            switch HeaderValidation.field(name: name, value: value ?? "") {
+            case .success(let field):
+                storage.headers[field.name] = value == nil ? nil : field.value
+            case .failure(let error):
+                storage.headerError = storage.headerError ?? error
+            }
+        }
+        return self
+    }
+
+    /// Sets several headers at once (MKNetworkKit's `addHeaders:`).
+    /// - Parameter headers: Names and values.
+    /// - Returns: The operation, for chaining.
+    @discardableResult
+    public func addHeaders(_ headers: [String: String]) -> Self {
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { setHeader(value, forName: name) }
+        return self
+    }
+
+    /// The operation's priority in its queue; may change while it waits.
+    public var priority: Priority {
+        get { storage.withLock { $0.priority } }
+        set {
+            let isQueued = storage.withLock { storage in
+                storage.priority = newValue
+                return storage.machine.state == .waiting
+            }
+            if isQueued { context.queue.setPriority(newValue, for: self) }
+        }
+    }
+
+    /// A number of the caller's choosing to tell operations apart; never sent.
+    public var tag: Int {
+        get { storage.withLock { $0.tag } }
+        set { storage.withLock { $0.tag = newValue } }
+    }
+
+    /// Values of the caller's choosing carried with the operation; never sent.
+    public var userInfo: [String: any Sendable] {
+        get { storage.withLock { $0.userInfo } }
+        set { storage.withLock { $0.userInfo = newValue } }
+    }
+
+    /// Whether this operation may share one request with identical GET/HEAD operations. Only
+    /// GET and HEAD coalesce; set to `false` to always send a request of its own. Ignored once enqueued.
+    public var allowsCoalescing: Bool {
+        get { storage.withLock { $0.allowsCoalescing } }
+        set { storage.withLock { if $0.machine.state == .ready { $0.allowsCoalescing = newValue && (method == .get || method == .head) } } }
+    }
+
+    // MARK: State
+
+    /// The operation's current state.
+    public var state: State { storage.withLock { $0.machine.state } }
+    /// Whether the operation has its outcome.
+    public var isFinished: Bool { state == .finished }
+    /// Whether cancellation was asked for (it may not have finished yet).
+    public var isCancelled: Bool { storage.withLock { $0.machine.isCancellationRequested } }
+
+    public var description: String {
+        let (state, outcome) = storage.withLock { ($0.machine.state, $0.machine.outcome) }
+        var text = "<NetworkOperation \(id) \(method) \(urlString) \(state)"
+        switch outcome {
+        case .success(let response)?: text += " \(response.statusCode)"
+        case .failure(let error)?: text += " \(error.code)"
+        case nil: break
+        }
+        return text + ">"
+    }
+
+    // MARK: Cancellation
+
+    /// Cancels the operation.
+    ///
+    /// Not yet enqueued: it finishes at once as cancelled and never touches the network. Waiting:
+    /// it leaves the queue. Running: its request is cancelled (unless identical operations still
+    /// share it). In every case its error handlers hear ``NetworkError/Code/cancelled`` once.
+    /// Cancelling a finished operation does nothing.
+    public func cancel() {
+        let (action, observers) = storage.withLock { storage in
+            let action = storage.machine.cancel(url: urlString)
+            return (action, action == .finished ? publishOutcome(&storage) : [])
+        }
+        switch action {
+        case .finished: notify(observers)
+        case .removeFromQueue: context.queue.cancel(self)
+        case .none: break
+        }
+    }
+
+    /// Removes every handler, then cancels: nobody hears about this operation again (ASIHTTPRequest's
+    /// `clearDelegatesAndCancel`). `async` callers still get ``NetworkError/Code/cancelled``.
+    public func clearHandlersAndCancel() {
+        storage.withLock { $0.handlers = Handlers() }
+        cancel()
+    }
+}
+
+/// What an operation needs from the engine that built it.
+struct OperationContext: Sendable {
+    let engineID: UInt64
+    let queue: NetworkQueue
+    let executor: RequestExecutor
+    let configuration: NetworkEngine.Configuration
+}

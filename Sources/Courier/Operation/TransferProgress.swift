@@ -1,0 +1,30 @@
+/// How far an upload or a download has come.
+public struct TransferProgress: Sendable, Hashable, CustomStringConvertible {
+    /// Bytes transferred so far.
+    public var completedBytes: Int64
+    /// The total, when known (from `Content-Length`, or the size of the request body).
+    public var totalBytes: Int64?
+
+    /// Creates a progress value.
+    /// - Parameters:
+    ///   - completedBytes: Bytes transferred so far.
+    ///   - totalBytes: The total, if known.
+    public init(completedBytes: Int64, totalBytes: Int64?) {
+        self.completedBytes = completedBytes
+        self.totalBytes = totalBytes
+    }
+
+    /// The fraction done, 0...1, when the total is known.
+    public var fractionCompleted: Double? {
+        guard let totalBytes else { return nil }
+        guard totalBytes > 0 else { return 1 }
+        return min(1, max(0, Double(completedBytes) / Double(totalBytes)))
+    }
+
+    public var description: String {
+        if let fractionCompleted {
+            return "\(completedBytes)/\(totalBytes ?? 0) bytes (\(Int(fractionCompleted * 100))%)"
+        }
+        return "\(completedBytes) bytes"
+    }
+}

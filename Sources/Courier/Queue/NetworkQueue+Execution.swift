@@ -1,0 +1,129 @@
+// The queue's machinery: every public or internal event goes through `apply`, which runs the state
+// machine under the lock, turns its action into effects (operation objects, flight handles), and
+// performs them after the lock is released. Stream yields and the activity dispatch stay under the
+// lock: they never call user code synchronously, and doing them there keeps counts in order.
+extension NetworkQueue {
+    struct Effects {
+        var starts: [(handle: FlightHandle, subscribers: [NetworkOperation])] = []
+        var joinedRunning: [NetworkOperation] = []
+        var cancelFlights: [FlightHandle] = []
+        var cancelled: [NetworkOperation] = []
+        var deliver: [NetworkOperation] = []
+        var becameEmpty = false
+    }
+
+    func enqueue(_ operation: NetworkOperation, dependencies: Set<OperationID>) {
+        let key = operation.coalescingKey()
+        let priority = operation.priority
+        apply(registering: operation) {
+            $0.enqueue(operation.id, priority: priority, key: key, dependencies: dependencies)
+        }
+    }
+
+    func dependencyFinished(_ dependency: OperationID, for id: OperationID) {
+        apply { $0.dependencyFinished(dependency, for: id) }
+    }
+
+    func cancel(_ operation: NetworkOperation) {
+        apply { $0.cancel(operation.id) }
+    }
+
+    func setPriority(_ priority: NetworkOperation.Priority, for operation: NetworkOperation) {
+        apply { $0.setPriority(priority, for: operation.id) }
+    }
+
+    func apply(registering operation: NetworkOperation? = nil, _ event: (inout QueueStateMachine) -> QueueStateMachine.Action) {
+        let effects = state.withLock { state in
+            if let operation { state.operations[operation.id] = operation }
+            return makeEffects(of: event(&state.machine), in: &state)
+        }
+        perform(effects, result: nil)
+    }
+
+    private func flightFinished(_ flight: FlightID, result: Result<NetworkResponse, NetworkError>) {
+        let effects = state.withLock { state in
+            state.flights[flight] = nil
+            return makeEffects(of: state.machine.flightFinished(flight), in: &state)
+        }
+        perform(effects, result: result)
+    }
+
+    private func makeEffects(of action: QueueStateMachine.Action, in state: inout State) -> Effects {
+        var effects = Effects()
+        for start in action.start {
+            let handle = FlightHandle(id: start.flight)
+            state.flights[start.flight] = handle
+            effects.starts.append((handle, start.subscribers.compactMap { state.operations[$0] }))
+        }
+        effects.joinedRunning = action.joinedRunning.compactMap { state.operations[$0] }
+        effects.cancelFlights = action.cancelFlights.compactMap { state.flights[$0] }
+        effects.cancelled = action.cancelled.compactMap { state.operations.removeValue(forKey: $0) }
+        effects.deliver = action.deliver.compactMap { state.operations.removeValue(forKey: $0) }
+        if let count = action.activity {
+            for stream in state.activityStreams.values { stream.yield(count) }
+            if let handler = state.activityHandler { notificationQueue.async { handler(count) } }
+            effects.becameEmpty = count == 0
+        }
+        return effects
+    }
+
+    private func perform(_ effects: Effects, result: Result<NetworkResponse, NetworkError>?) {
+        for operation in effects.cancelled {
+            operation.queueDidCancel()
+            publish(.failed(operation, operation.error ?? .cancelled(url: operation.urlString)))
+        }
+        if let result {
+            for operation in effects.deliver {
+                operation.queueDidFinish(result)
+                if let response = operation.response {
+                    publish(.finished(operation, response))
+                } else if let error = operation.error {
+                    publish(.failed(operation, error))
+                }
+            }
+        }
+        for handle in effects.cancelFlights { handle.cancel() }
+        for operation in effects.joinedRunning {
+            operation.queueDidStart()
+            publish(.started(operation))
+        }
+        for (handle, subscribers) in effects.starts {
+            guard let representative = subscribers.first else {
+                // Every subscriber left between the decision and now; the flight ends at once.
+                handle.attach(Task { [self] in flightFinished(handle.id, result: .failure(.cancelled(url: nil))) })
+                continue
+            }
+            for operation in subscribers {
+                operation.queueDidStart()
+                publish(.started(operation))
+            }
+            start(handle, request: representative.preparedRequest(), executor: representative.context.executor)
+        }
+        if effects.becameEmpty { publish(.queueFinished) }
+    }
+
+    private func start(_ handle: FlightHandle, request: PreparedRequest, executor: RequestExecutor) {
+        let flight = handle.id
+        let progress = RequestExecutor.ProgressSink(
+            upload: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidSendBody(progress) } },
+            download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } }
+        )
+        handle.attach(Task { [self] in
+            let result = await executor.run(request, progress: progress)
+            flightFinished(flight, result: result)
+        })
+    }
+
+    private func forEachSubscriber(of flight: FlightID, _ body: (NetworkOperation) -> Void) {
+        let subscribers = state.withLock { state in
+            state.machine.subscribers(of: flight).compactMap { state.operations[$0] }
+        }
+        for operation in subscribers { body(operation) }
+    }
+
+    private func publish(_ event: QueueEvent) {
+        state.withLock { state in
+            for stream in state.eventStreams.values { stream.yield(event) }
+        }
+    }
+}

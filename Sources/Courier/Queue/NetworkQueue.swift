@@ -1,0 +1,130 @@
+import Dispatch
+import Synchronization
+
+/// The one queue every engine shares, so the whole program keeps one concurrency limit.
+///
+/// MKNetworkKit's insight: on a narrow mobile link, a background upload must not starve the
+/// thumbnails the user is looking at, so all requests go through one queue with one width and
+/// priorities. `NetworkQueue.shared` is that queue; engines use it unless given another (tests
+/// give each their own).
+///
+/// ```swift
+/// NetworkQueue.shared.maximumConcurrentOperations = 2      // on a slow link
+/// for await count in NetworkQueue.shared.activity { spinner.isHidden = count == 0 }
+/// NetworkQueue.shared.cancelOperations(containing: "/thumbnails/")
+/// ```
+///
+/// Identical GET and HEAD operations in the queue at once share one request (coalescing); each
+/// still hears its own events exactly once.
+public final class NetworkQueue: Sendable {
+    /// The process-wide queue.
+    public static let shared = NetworkQueue()
+
+    typealias FlightID = QueueStateMachine.FlightID
+
+    struct State {
+        var machine: QueueStateMachine
+        var operations: [OperationID: NetworkOperation] = [:]
+        var flights: [FlightID: FlightHandle] = [:]
+        var activityStreams: [Int: AsyncStream<Int>.Continuation] = [:]
+        var eventStreams: [Int: AsyncStream<QueueEvent>.Continuation] = [:]
+        var nextStreamKey = 0
+        var activityHandler: (@Sendable (Int) -> Void)?
+    }
+
+    let state: Mutex<State>
+    /// Serial, so activity callbacks arrive in the order the counts changed.
+    let notificationQueue = DispatchQueue(label: "courier.queue.notifications")
+
+    /// Creates a queue.
+    /// - Parameters:
+    ///   - maximumConcurrentOperations: How many requests may run at once; 6 by default.
+    ///   - isSuspended: Whether the queue starts suspended (accepting but not starting work until ``go()``).
+    public init(maximumConcurrentOperations: Int = 6, isSuspended: Bool = false) {
+        state = Mutex(State(machine: QueueStateMachine(maximumConcurrent: maximumConcurrentOperations, isSuspended: isSuspended)))
+    }
+
+    /// How many requests may run at once. Lowering it never cancels running work; raising it
+    /// starts waiting work at once. Coalesced operations count once.
+    public var maximumConcurrentOperations: Int {
+        get { state.withLock { $0.machine.maximumConcurrent } }
+        set { apply { $0.setMaximumConcurrent(newValue) } }
+    }
+
+    /// Whether the queue holds back waiting work.
+    public var isSuspended: Bool { state.withLock { $0.machine.isSuspended } }
+
+    /// Stops starting waiting operations; running ones go on. New operations are accepted.
+    public func suspend() { apply { $0.suspend() } }
+
+    /// Starts waiting operations, up to the limit (ASINetworkQueue's `go`).
+    public func go() { apply { $0.resume() } }
+
+    /// Operations in the queue: waiting for dependencies, waiting for a slot, or running.
+    public var operationCount: Int { state.withLock { $0.machine.operationCount } }
+
+    /// The operations in the queue, in no particular order.
+    public var operations: [NetworkOperation] { state.withLock { Array($0.operations.values) } }
+
+    /// Called with the operation count whenever it changes (the network activity indicator), in order,
+    /// on a private serial queue.
+    public var activityHandler: (@Sendable (Int) -> Void)? {
+        get { state.withLock { $0.activityHandler } }
+        set { state.withLock { $0.activityHandler = newValue } }
+    }
+
+    /// The operation count: the current value first, then every change, in order.
+    public var activity: AsyncStream<Int> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(64))
+        state.withLock { state in
+            continuation.yield(state.machine.operationCount)
+            let key = state.nextStreamKey
+            state.activityStreams[key] = continuation
+            state.nextStreamKey += 1
+            continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.activityStreams.removeValue(forKey: key) } }
+        }
+        return stream
+    }
+
+    /// Operations starting, finishing and failing, and the queue running dry (ASINetworkQueue's delegate
+    /// calls), from the moment of access on.
+    public var events: AsyncStream<QueueEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: QueueEvent.self, bufferingPolicy: .bufferingNewest(1024))
+        state.withLock { state in
+            let key = state.nextStreamKey
+            state.eventStreams[key] = continuation
+            state.nextStreamKey += 1
+            continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.eventStreams.removeValue(forKey: key) } }
+        }
+        return stream
+    }
+
+    // MARK: Cancellation
+
+    /// Cancels every operation in the queue.
+    public func cancelAll() { cancelOperations { _ in true } }
+
+    /// Cancels the operations whose URL contains `substring`.
+    /// - Parameter substring: Text to look for in each operation's URL.
+    public func cancelOperations(containing substring: String) {
+        cancelOperations { $0.urlString.contains(substring) }
+    }
+
+    /// Cancels the operations for which `predicate` is true.
+    /// - Parameter predicate: Decides, for each operation in the queue, whether to cancel it.
+    public func cancelOperations(where predicate: (NetworkOperation) -> Bool) {
+        for operation in operations where predicate(operation) { operation.cancel() }
+    }
+}
+
+/// Something that happened in a ``NetworkQueue``.
+public enum QueueEvent: Sendable {
+    /// An operation's request started (or it joined an identical one already running).
+    case started(NetworkOperation)
+    /// An operation succeeded.
+    case finished(NetworkOperation, NetworkResponse)
+    /// An operation failed or was cancelled.
+    case failed(NetworkOperation, NetworkError)
+    /// The last operation in the queue finished: the queue is empty.
+    case queueFinished
+}

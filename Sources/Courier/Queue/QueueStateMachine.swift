@@ -1,0 +1,284 @@
+import HeapModule
+
+/// The scheduling brain of ``NetworkQueue``: a pure value with one mutating function per event.
+///
+/// It knows operations only by ``OperationID`` and network requests only as *flights*. A flight is
+/// one request on the wire; several operations (subscribers) share one flight when they coalesce.
+/// The machine decides which flights start, which are cancelled and who hears the result; it does
+/// no I/O, starts no tasks and reads no clock. ``NetworkQueue`` runs the actions it returns.
+///
+/// Rules:
+/// - at most `maximumConcurrent` flights run (a cancelled flight holds its slot until the transport
+///   has really stopped, so the server never sees more than the limit);
+/// - waiting flights start highest priority first, first-come first-served within a priority;
+/// - a suspended machine accepts work but starts nothing;
+/// - an operation with unfinished dependencies waits outside the flight table until they finish;
+/// - an operation with a coalescing key joins a waiting or running flight with the same key; a
+///   flight runs at the highest priority of its subscribers; it is cancelled only when its last
+///   subscriber leaves.
+struct QueueStateMachine {
+    struct FlightID: Hashable, Sendable, CustomStringConvertible {
+        let rawValue: UInt64
+        var description: String { "flight-\(rawValue)" }
+    }
+
+    /// What the owner must do after an event.
+    struct Action: Equatable {
+        struct Start: Equatable {
+            var flight: FlightID
+            /// The operations sharing the flight, first come first; any of them describes the request.
+            var subscribers: [OperationID]
+        }
+        /// Flights to start now.
+        var start: [Start] = []
+        /// Operations that joined a flight already running: they are executing from now on.
+        var joinedRunning: [OperationID] = []
+        /// Flights whose network work must be cancelled (their last subscriber left).
+        var cancelFlights: [FlightID] = []
+        /// Operations that left the queue by cancellation: finish them as cancelled.
+        var cancelled: [OperationID] = []
+        /// When a flight finished: the operations that must hear its result.
+        var deliver: [OperationID] = []
+        /// The new operation count, when it changed.
+        var activity: Int?
+    }
+
+    private enum FlightState { case waiting, running, cancelling }
+
+    private struct Flight {
+        var state: FlightState
+        var key: CoalescingKey?
+        var subscribers: [OperationID]
+        var priority: NetworkOperation.Priority
+        let sequence: UInt64
+    }
+
+    private enum Membership {
+        case blocked(remaining: Set<OperationID>)
+        case subscribed(FlightID)
+    }
+
+    private struct Member {
+        var membership: Membership
+        var priority: NetworkOperation.Priority
+        let key: CoalescingKey?
+        let sequence: UInt64
+    }
+
+    /// A waiting flight's place in line. Entries are never removed in place: an entry whose flight
+    /// has started, left, or changed priority is stale and skipped when it comes up.
+    private struct Ticket: Comparable {
+        var priority: NetworkOperation.Priority
+        var sequence: UInt64
+        var flight: FlightID
+        // The maximum is the next to start: higher priority, then lower sequence.
+        static func < (lhs: Ticket, rhs: Ticket) -> Bool {
+            if lhs.priority != rhs.priority { return lhs.priority < rhs.priority }
+            return lhs.sequence > rhs.sequence
+        }
+    }
+
+    private var members: [OperationID: Member] = [:]
+    private var flights: [FlightID: Flight] = [:]
+    private var coalescing: [CoalescingKey: FlightID] = [:]
+    private var line = Heap<Ticket>()
+    private var waitingFlightCount = 0
+    private var nextFlight: UInt64 = 0
+    private var nextSequence: UInt64 = 0
+
+    /// Flights holding a slot: running, or cancelled and not yet stopped.
+    private(set) var occupiedSlots = 0
+    private(set) var maximumConcurrent: Int
+    private(set) var isSuspended: Bool
+
+    init(maximumConcurrent: Int = 6, isSuspended: Bool = false) {
+        self.maximumConcurrent = max(0, maximumConcurrent)
+        self.isSuspended = isSuspended
+    }
+
+    /// Operations in the queue: blocked on dependencies, waiting or running.
+    var operationCount: Int { members.count }
+
+    /// Whether the operation is in the queue.
+    func contains(_ id: OperationID) -> Bool { members[id] != nil }
+
+    /// The operations currently sharing a flight (empty once it finished or was abandoned).
+    func subscribers(of flight: FlightID) -> [OperationID] { flights[flight]?.subscribers ?? [] }
+
+    // MARK: Events
+
+    /// An operation enters the queue.
+    /// - Parameter dependencies: those of its dependencies that have not finished yet.
+    mutating func enqueue(
+        _ id: OperationID, priority: NetworkOperation.Priority, key: CoalescingKey?, dependencies: Set<OperationID> = []
+    ) -> Action {
+        precondition(members[id] == nil, "\(id) enqueued twice")
+        var action = Action()
+        let sequence = nextSequence
+        nextSequence += 1
+        let pending = dependencies.subtracting([id])
+        members[id] = Member(
+            membership: .blocked(remaining: pending), priority: priority, key: key, sequence: sequence)
+        if pending.isEmpty {
+            admit(id, into: &action)
+            schedule(into: &action)
+        }
+        action.activity = members.count
+        return action
+    }
+
+    /// One of an operation's dependencies finished (whatever its outcome).
+    mutating func dependencyFinished(_ dependency: OperationID, for id: OperationID) -> Action {
+        var action = Action()
+        guard var member = members[id], case .blocked(var remaining) = member.membership else { return action }
+        remaining.remove(dependency)
+        member.membership = .blocked(remaining: remaining)
+        members[id] = member
+        if remaining.isEmpty {
+            admit(id, into: &action)
+            schedule(into: &action)
+        }
+        return action
+    }
+
+    /// An operation is cancelled. Unknown operations (never enqueued, or already delivered) are ignored.
+    mutating func cancel(_ id: OperationID) -> Action {
+        var action = Action()
+        guard let member = members.removeValue(forKey: id) else { return action }
+        action.cancelled = [id]
+        action.activity = members.count
+        guard case .subscribed(let flightID) = member.membership, var flight = flights[flightID] else {
+            return action
+        }
+        flight.subscribers.removeAll { $0 == id }
+        if flight.subscribers.isEmpty {
+            if let key = flight.key, coalescing[key] == flightID { coalescing[key] = nil }
+            switch flight.state {
+            case .waiting:
+                flights[flightID] = nil
+                waitingFlightCount -= 1
+                compactLineIfNeeded()
+            case .running:
+                flight.state = .cancelling
+                flights[flightID] = flight
+                action.cancelFlights = [flightID]
+            case .cancelling:
+                preconditionFailure("\(flightID) is cancelling but still had a subscriber")
+            }
+        } else {
+            flights[flightID] = flight
+            if flight.state == .waiting { reprioritize(flightID) }
+        }
+        return action
+    }
+
+    /// A flight's network work ended (response, failure or completed cancellation). Frees its slot.
+    mutating func flightFinished(_ flightID: FlightID) -> Action {
+        var action = Action()
+        guard let flight = flights.removeValue(forKey: flightID) else {
+            preconditionFailure("\(flightID) finished but is unknown")
+        }
+        precondition(flight.state != .waiting, "\(flightID) finished without starting")
+        occupiedSlots -= 1
+        if let key = flight.key, coalescing[key] == flightID { coalescing[key] = nil }
+        for id in flight.subscribers { members[id] = nil }
+        action.deliver = flight.subscribers
+        if !flight.subscribers.isEmpty { action.activity = members.count }
+        schedule(into: &action)
+        return action
+    }
+
+    /// Changes a queued operation's priority; it matters while its flight waits.
+    mutating func setPriority(_ priority: NetworkOperation.Priority, for id: OperationID) -> Action {
+        guard var member = members[id], member.priority != priority else { return Action() }
+        member.priority = priority
+        members[id] = member
+        if case .subscribed(let flightID) = member.membership, flights[flightID]?.state == .waiting {
+            reprioritize(flightID)
+        }
+        return Action()
+    }
+
+    /// Changes the concurrency limit. Lowering never stops running flights; raising starts waiting ones.
+    mutating func setMaximumConcurrent(_ limit: Int) -> Action {
+        maximumConcurrent = max(0, limit)
+        var action = Action()
+        schedule(into: &action)
+        return action
+    }
+
+    /// Stops starting flights; running ones go on.
+    mutating func suspend() -> Action {
+        isSuspended = true
+        return Action()
+    }
+
+    /// Starts waiting flights again, up to the limit.
+    mutating func resume() -> Action {
+        isSuspended = false
+        var action = Action()
+        schedule(into: &action)
+        return action
+    }
+
+    // MARK: Internals
+
+    /// Puts an operation whose dependencies are met into a flight: a matching one, or a new one.
+    private mutating func admit(_ id: OperationID, into action: inout Action) {
+        guard var member = members[id] else { return }
+        if let key = member.key, let flightID = coalescing[key], var flight = flights[flightID] {
+            flight.subscribers.append(id)
+            flights[flightID] = flight
+            member.membership = .subscribed(flightID)
+            members[id] = member
+            switch flight.state {
+            case .waiting: reprioritize(flightID)
+            case .running: action.joinedRunning.append(id)
+            case .cancelling: preconditionFailure("a cancelling flight is never in the coalescing table")
+            }
+            return
+        }
+        let flightID = FlightID(rawValue: nextFlight)
+        nextFlight += 1
+        flights[flightID] = Flight(
+            state: .waiting, key: member.key, subscribers: [id], priority: member.priority, sequence: member.sequence)
+        if let key = member.key { coalescing[key] = flightID }
+        member.membership = .subscribed(flightID)
+        members[id] = member
+        waitingFlightCount += 1
+        line.insert(Ticket(priority: member.priority, sequence: member.sequence, flight: flightID))
+    }
+
+    /// A waiting flight's priority is the highest of its subscribers'; a change takes a new place in line.
+    private mutating func reprioritize(_ flightID: FlightID) {
+        guard var flight = flights[flightID], flight.state == .waiting else { return }
+        let highest = flight.subscribers.compactMap { members[$0]?.priority }.max() ?? flight.priority
+        guard highest != flight.priority else { return }
+        flight.priority = highest
+        flights[flightID] = flight
+        line.insert(Ticket(priority: highest, sequence: flight.sequence, flight: flightID))
+    }
+
+    private mutating func schedule(into action: inout Action) {
+        guard !isSuspended else { return }
+        while occupiedSlots < maximumConcurrent, let ticket = line.popMax() {
+            guard var flight = flights[ticket.flight], flight.state == .waiting, flight.priority == ticket.priority
+            else { continue }
+            flight.state = .running
+            flights[ticket.flight] = flight
+            occupiedSlots += 1
+            waitingFlightCount -= 1
+            action.start.append(.init(flight: ticket.flight, subscribers: flight.subscribers))
+        }
+    }
+
+    /// Drops stale tickets once they outnumber live ones, so cancelled work does not pile up.
+    private mutating func compactLineIfNeeded() {
+        guard line.count > 64, line.count > 2 * waitingFlightCount else { return }
+        let live = line.unordered.filter { ticket in
+            guard let flight = flights[ticket.flight] else { return false }
+            return flight.state == .waiting && flight.priority == ticket.priority
+        }
+        line = Heap(live)
+    }
+}

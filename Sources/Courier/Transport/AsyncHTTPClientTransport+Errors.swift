@@ -1,0 +1,91 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOPosix
+import NIOHTTP1
+import NIOHTTPCompression
+import NIOSSL
+
+extension AsyncHTTPClientTransport {
+    /// Classifies an error from async-http-client or SwiftNIO as a ``NetworkError``.
+    static func networkError(for error: any Error, url: String) -> NetworkError {
+        if let error = error as? NetworkError { return error }
+        if error is CancellationError { return .cancelled(url: url) }
+        if let error = error as? HTTPClientError {
+            return networkError(for: error, url: url)
+        }
+        if let error = error as? NIOHTTPDecompression.DecompressionError {
+            if error == .limit {
+                return NetworkError(
+                    .bodyTooLarge, "the compressed body inflates beyond the decompression ratio limit",
+                    url: url, underlying: error)
+            }
+            return NetworkError(.invalidResponse, "the compressed body is corrupt", url: url, underlying: error)
+        }
+        if error is NIOHTTPDecompression.ExtraDecompressionError {
+            return NetworkError(.invalidResponse, "the compressed body is corrupt", url: url, underlying: error)
+        }
+        if error is HTTPParserError {
+            return NetworkError(.invalidResponse, "the server sent malformed HTTP", url: url, underlying: error)
+        }
+        if error is NIOSSLError || error is BoringSSLError {
+            return NetworkError(.tls, "TLS failed: \(error)", url: url, underlying: error)
+        }
+        if error is NIOConnectionError || error is SocketAddressError {
+            return NetworkError(.cannotConnect, "could not connect: \(error)", url: url, underlying: error)
+        }
+        if let error = error as? IOError {
+            switch error.errnoCode {
+            case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL:
+                return NetworkError(.cannotConnect, "could not connect: \(error)", url: url, underlying: error)
+            case ETIMEDOUT:
+                return NetworkError(.timeout, "the connection timed out", url: url, underlying: error)
+            default:
+                return NetworkError(.connectionLost, "the connection failed: \(error)", url: url, underlying: error)
+            }
+        }
+        if let error = error as? ChannelError {
+            switch error {
+            case .connectTimeout:
+                return NetworkError(.timeout, "connecting timed out", url: url, underlying: error)
+            case .eof, .ioOnClosedChannel, .alreadyClosed, .outputClosed, .inputClosed:
+                return NetworkError(.connectionLost, "the connection closed", url: url, underlying: error)
+            default:
+                break
+            }
+        }
+        return NetworkError(.transport, String(describing: error), url: url, underlying: error)
+    }
+
+    private static func networkError(for error: HTTPClientError, url: String) -> NetworkError {
+        switch error {
+        case .connectTimeout, .tlsHandshakeTimeout, .getConnectionFromPoolTimeout,
+            .socksHandshakeTimeout, .httpProxyHandshakeTimeout:
+            return NetworkError(.timeout, "connecting timed out", url: url, underlying: error)
+        case .readTimeout:
+            return NetworkError(.timeout, "the server sent nothing within the read timeout", url: url, underlying: error)
+        case .writeTimeout:
+            return NetworkError(.timeout, "the request could not be written within the timeout", url: url, underlying: error)
+        case .deadlineExceeded:
+            return NetworkError(.timeout, "the request did not finish within its total timeout", url: url, underlying: error)
+        case .remoteConnectionClosed, .uncleanShutdown:
+            return NetworkError(.connectionLost, "the server closed the connection before the response was complete", url: url, underlying: error)
+        case .cancelled, .requestStreamCancelled:
+            return .cancelled(url: url)
+        case .invalidURL, .emptyHost, .emptyScheme:
+            return NetworkError(.invalidURL, "the URL is not valid", url: url, underlying: error)
+        case .bodyLengthMismatch:
+            return NetworkError(.invalidResponse, "the body length does not match Content-Length", url: url, underlying: error)
+        default:
+            // These codes carry values, so they are told apart by their fixed short descriptions.
+            switch error.shortDescription {
+            case "Unsupported scheme":
+                return NetworkError(.invalidURL, "only http and https URLs are supported", url: url, underlying: error)
+            case "Invalid header field names", "Invalid header field values":
+                return NetworkError(.invalidHeader, "a header name or value is not valid", url: url, underlying: error)
+            default:
+                break
+            }
+            return NetworkError(.transport, error.description, url: url, underlying: error)
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import AsyncHTTPClient
+public import NIOCore
+public import NIOPosix
+import NIOHTTP1
+import Foundation
+import HTTPTypes
+import Synchronization
+
+/// The production transport: swift-server/async-http-client.
+///
+/// One `HTTPClient` (and its connection pool) is kept for each distinct ``TransportOptions``,
+/// since connect/read timeouts and decompression are client-wide settings in async-http-client.
+/// Most programs use one set of options and so one client. Redirects are never followed here:
+/// Courier follows them above the transport, so it can apply its own policy and keep the chain.
+///
+/// ``shared`` lives for the whole process. A transport you create yourself must be shut down
+/// with ``shutdown()`` before it is released.
+public final class AsyncHTTPClientTransport: HTTPTransport {
+    /// The process-wide transport every engine uses unless given another.
+    public static let shared = AsyncHTTPClientTransport()
+
+    private let eventLoopGroup: any EventLoopGroup
+    private let maximumConnectionsPerHost: Int
+    private let clients = Mutex<[TransportOptions: HTTPClient]>([:])
+
+    /// Creates a transport.
+    /// - Parameters:
+    ///   - eventLoopGroup: The event loops to run on; NIO's process-wide group by default.
+    ///   - maximumConnectionsPerHost: The pool's soft limit of HTTP/1.1 connections per host. Courier's
+    ///     queue is the real limit; this only needs to be at least its width. 64 by default.
+    public init(
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        maximumConnectionsPerHost: Int = 64
+    ) {
+        self.eventLoopGroup = eventLoopGroup
+        self.maximumConnectionsPerHost = maximumConnectionsPerHost
+    }
+
+    /// Shuts down every client this transport created. Requests in flight fail.
+    public func shutdown() async throws {
+        let all = clients.withLock { clients in
+            defer { clients.removeAll() }
+            return Array(clients.values)
+        }
+        for client in all {
+            try await client.shutdown()
+        }
+    }
+
+    public func execute(_ request: TransportRequest) async throws -> TransportResponse {
+        let url = request.url.absoluteString
+        var clientRequest = HTTPClientRequest(url: url)
+        clientRequest.method = HTTPMethod(rawValue: request.method.rawValue)
+        clientRequest.headers.reserveCapacity(request.headers.count)
+        for field in request.headers.http1Fields {
+            clientRequest.headers.add(name: field.name, value: field.value)
+        }
+        if let body = request.body {
+            clientRequest.body = Self.requestBody(body, progress: request.didSendBodyBytes)
+        }
+        let deadline = request.deadline.map(NIODeadline.init(_:)) ?? .distantFuture
+        do {
+            let response = try await client(for: request.options)
+                .execute(clientRequest, deadline: deadline, logger: request.logger)
+            var headers = HTTPFields()
+            headers.reserveCapacity(response.headers.count)
+            for (name, value) in response.headers {
+                if let fieldName = HTTPField.Name(name) {
+                    headers.append(HTTPField(name: fieldName, value: value))
+                }
+            }
+            return TransportResponse(
+                status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
+                headers: headers,
+                body: ErrorMappingBody(base: response.body, url: url)
+            )
+        } catch {
+            throw Self.networkError(for: error, url: url)
+        }
+    }
+
+    private func client(for options: TransportOptions) -> HTTPClient {
+        clients.withLock { clients in
+            if let client = clients[options] { return client }
+            var configuration = HTTPClient.Configuration()
+            configuration.redirectConfiguration = .disallow
+            configuration.timeout = .init(
+                connect: TimeAmount(options.connectTimeout),
+                read: TimeAmount(options.readTimeout)
+            )
+            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = maximumConnectionsPerHost
+            // A refused connection fails at once with `.cannotConnect` instead of retrying until the
+            // connect timeout: the caller (and later the outbox) decides what to do about it.
+            configuration.connectionPool.retryConnectionEstablishment = false
+            switch options.decompression {
+            case .disabled: configuration.decompression = .disabled
+            case .enabled(let ratio): configuration.decompression = .enabled(limit: .ratio(max(1, ratio)))
+            }
+            let client = HTTPClient(eventLoopGroupProvider: .shared(eventLoopGroup), configuration: configuration)
+            clients[options] = client
+            return client
+        }
+    }
+
+    /// Small bodies go in one buffer; larger ones stream in 64 KiB parts so upload progress is real.
+    private static func requestBody(
+        _ body: Data, progress: (@Sendable (Int64, Int64) -> Void)?
+    ) -> HTTPClientRequest.Body {
+        guard let progress, body.count > UploadParts.partSize else {
+            progress?(Int64(body.count), Int64(body.count))
+            return .bytes(ByteBuffer(bytes: body))
+        }
+        return .stream(UploadParts(data: body, progress: progress), length: .known(Int64(body.count)))
+    }
+}
+
+/// A request body handed to the client part by part, reporting each part as it is taken.
+private struct UploadParts: AsyncSequence, Sendable {
+    static let partSize = 64 * 1024
+    typealias Element = ByteBuffer
+    let data: Data
+    let progress: @Sendable (Int64, Int64) -> Void
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let data: Data
+        let progress: @Sendable (Int64, Int64) -> Void
+        var offset = 0
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard offset < data.count else { return nil }
+            let end = Swift.min(offset + UploadParts.partSize, data.count)
+            let part = ByteBuffer(bytes: data[data.startIndex + offset ..< data.startIndex + end])
+            offset = end
+            progress(Int64(end), Int64(data.count))
+            return part
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(data: data, progress: progress) }
+}
+
+/// The client's response body, with its errors classified as ``NetworkError``.
+private struct ErrorMappingBody: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let base: HTTPClientResponse.Body
+    let url: String
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var base: HTTPClientResponse.Body.AsyncIterator
+        let url: String
+
+        mutating func next() async throws -> ByteBuffer? {
+            do {
+                return try await base.next()
+            } catch {
+                throw AsyncHTTPClientTransport.networkError(for: error, url: url)
+            }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: base.makeAsyncIterator(), url: url) }
+}
+
+extension TimeAmount {
+    init(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        if nanoseconds.overflow {
+            self = .nanoseconds(Int64.max)
+        } else {
+            self = .nanoseconds(nanoseconds.partialValue &+ attoseconds / 1_000_000_000)
+        }
+    }
+}
+
+extension NIODeadline {
+    init(_ instant: ContinuousClock.Instant) {
+        let remaining = instant - ContinuousClock.now
+        self = remaining <= .zero ? .now() : .now() + TimeAmount(remaining)
+    }
+}

@@ -1,0 +1,136 @@
+public import Foundation
+public import HTTPTypes
+public import NIOCore
+public import Logging
+
+/// The seam between Courier and the HTTP client that moves bytes.
+///
+/// Courier's queue, redirects, limits, progress and validation sit above this protocol; a transport
+/// sends exactly one request and streams back exactly one response, following no redirects.
+/// ``AsyncHTTPClientTransport`` is the production implementation; tests inject fakes.
+///
+/// Implementations must:
+/// - honour Swift task cancellation by cancelling the request (closing the connection if needed);
+/// - throw ``NetworkError`` where they can classify a failure (timeouts, refused connections, TLS);
+/// - report upload progress through ``TransportRequest/didSendBodyBytes`` when they send a body.
+public protocol HTTPTransport: Sendable {
+    /// Sends one request and returns the response head with a body still to be read.
+    /// - Parameter request: The request to send.
+    /// - Returns: The status, headers and an asynchronous sequence of body parts.
+    /// - Throws: ``NetworkError`` (or any error, which Courier wraps) when no response head arrives.
+    func execute(_ request: TransportRequest) async throws -> TransportResponse
+}
+
+/// One request as a transport sees it: fully composed, validated, with its options.
+public struct TransportRequest: Sendable {
+    /// The method.
+    public var method: HTTPRequest.Method
+    /// The absolute URL.
+    public var url: URL
+    /// The header fields to send, in order.
+    public var headers: HTTPFields
+    /// The body, if any.
+    public var body: Data?
+    /// Timeouts and decompression.
+    public var options: TransportOptions
+    /// The instant by which the whole exchange must be over, if any.
+    public var deadline: ContinuousClock.Instant?
+    /// The logger for this request.
+    public var logger: Logger
+    /// Called as body bytes are handed to the network: bytes sent so far, and the total.
+    public var didSendBodyBytes: (@Sendable (_ sent: Int64, _ total: Int64) -> Void)?
+
+    /// Creates a request.
+    /// - Parameters:
+    ///   - method: The method.
+    ///   - url: The absolute URL.
+    ///   - headers: The header fields.
+    ///   - body: The body.
+    ///   - options: Timeouts and decompression.
+    ///   - deadline: The overall deadline.
+    ///   - logger: The logger.
+    ///   - didSendBodyBytes: The upload progress callback.
+    public init(
+        method: HTTPRequest.Method,
+        url: URL,
+        headers: HTTPFields = [:],
+        body: Data? = nil,
+        options: TransportOptions = TransportOptions(),
+        deadline: ContinuousClock.Instant? = nil,
+        logger: Logger = Logger.courierSilent,
+        didSendBodyBytes: (@Sendable (_ sent: Int64, _ total: Int64) -> Void)? = nil
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.options = options
+        self.deadline = deadline
+        self.logger = logger
+        self.didSendBodyBytes = didSendBodyBytes
+    }
+}
+
+/// The per-request settings a transport applies.
+public struct TransportOptions: Sendable, Hashable {
+    /// How long establishing a connection may take.
+    public var connectTimeout: Duration
+    /// How long the connection may stay silent while a response is awaited or read.
+    public var readTimeout: Duration
+    /// Whether and how gzip and deflate bodies are decompressed.
+    public var decompression: Decompression
+
+    /// Creates options.
+    /// - Parameters:
+    ///   - connectTimeout: The connect timeout; 10 s by default.
+    ///   - readTimeout: The read timeout; 60 s by default.
+    ///   - decompression: The decompression setting; on, with a ratio limit of 100, by default.
+    public init(
+        connectTimeout: Duration = .seconds(10),
+        readTimeout: Duration = .seconds(60),
+        decompression: Decompression = .enabled(maximumRatio: 100)
+    ) {
+        self.connectTimeout = connectTimeout
+        self.readTimeout = readTimeout
+        self.decompression = decompression
+    }
+}
+
+/// Transparent decompression of `gzip` and `deflate` response bodies.
+public enum Decompression: Sendable, Hashable {
+    /// Bodies are delivered as received; no `Accept-Encoding` is added.
+    case disabled
+    /// Bodies are decompressed. A body that inflates to more than `maximumRatio` times its
+    /// compressed size fails with ``NetworkError/Code/bodyTooLarge`` (a defence against zip bombs).
+    case enabled(maximumRatio: Int)
+}
+
+/// A response head with its body still to be read.
+public struct TransportResponse: Sendable {
+    /// The status.
+    public var status: HTTPResponse.Status
+    /// The header fields, in order, duplicates kept.
+    public var headers: HTTPFields
+    /// The body parts; iterating may throw when the connection fails mid-body.
+    public var body: any AsyncSequence<ByteBuffer, any Error> & Sendable
+
+    /// Creates a response.
+    /// - Parameters:
+    ///   - status: The status.
+    ///   - headers: The header fields.
+    ///   - body: The body parts.
+    public init(
+        status: HTTPResponse.Status,
+        headers: HTTPFields,
+        body: any AsyncSequence<ByteBuffer, any Error> & Sendable
+    ) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+}
+
+extension Logger {
+    /// A logger that discards everything: Courier's default, so the library is silent unless given a logger.
+    public static let courierSilent = Logger(label: "courier", factory: { _ in SwiftLogNoOpLogHandler() })
+}

@@ -1,0 +1,16 @@
+import Foundation
+import HTTPTypes
+import Logging
+
+/// A request fully composed and validated, with every setting its flight needs.
+struct PreparedRequest: Sendable {
+    var method: HTTPRequest.Method
+    var url: URL
+    var headers: HTTPFields
+    var body: Data?
+    var options: TransportOptions
+    var redirects: RedirectPolicy
+    var maximumBodySize: Int
+    var totalTimeout: Duration?
+    var logger: Logger
+}

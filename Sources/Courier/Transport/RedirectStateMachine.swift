@@ -1,0 +1,82 @@
+import Foundation
+import HTTPTypes
+
+/// Decides, response by response, whether a request follows a redirect. Pure: no I/O.
+struct RedirectStateMachine {
+    enum Action {
+        /// The response is final: deliver it.
+        case deliver
+        /// Send this request next.
+        case follow(PreparedRequest)
+        /// Stop with this error.
+        case fail(NetworkError)
+    }
+
+    private(set) var current: PreparedRequest
+    private(set) var chain: [RedirectHop] = []
+    let originalURL: URL
+
+    init(request: PreparedRequest) {
+        self.current = request
+        self.originalURL = request.url
+    }
+
+    static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
+
+    /// The response head for ``current`` arrived.
+    mutating func receivedResponse(status: Int, headers: HTTPFields) -> Action {
+        guard Self.redirectStatuses.contains(status), current.redirects.maximumRedirects > 0,
+            let location = headers[.location]
+        else { return .deliver }
+        let from = current.url
+        guard let target = URL(string: location, relativeTo: from)?.absoluteURL,
+            let scheme = target.scheme?.lowercased(), target.host?.isEmpty == false
+        else {
+            return .fail(NetworkError(.invalidResponse, "the redirect location \"\(location)\" is not a valid URL", url: from.absoluteString))
+        }
+        guard scheme == "http" || scheme == "https" else {
+            return .fail(NetworkError(.invalidURL, "a redirect to a \(scheme) URL cannot be followed", url: from.absoluteString))
+        }
+        if chain.count >= current.redirects.maximumRedirects {
+            let visited = chain.map(\.url) + [from]
+            let isLoop = Set(visited.map(\.absoluteString)).count < visited.count || visited.contains(target)
+            return .fail(NetworkError(
+                .tooManyRedirects,
+                isLoop ? "redirect loop after \(chain.count) redirects" : "more than \(current.redirects.maximumRedirects) redirects",
+                url: originalURL.absoluteString))
+        }
+        if from.scheme?.lowercased() == "https", scheme == "http", !current.redirects.allowsInsecureRedirects {
+            return .fail(NetworkError(.insecureRedirect, "refusing to follow a redirect from https to \(target.absoluteString)", url: from.absoluteString))
+        }
+        chain.append(RedirectHop(url: from, statusCode: status, location: target))
+        var next = current
+        next.url = target
+        // 303 turns anything but HEAD into a GET; so do 301 and 302 after a POST, as every browser does.
+        let becomesGET = (status == 303 && current.method != .head)
+            || ((status == 301 || status == 302) && current.method == .post)
+        if becomesGET {
+            next.method = .get
+            next.body = nil
+            for name in [HTTPField.Name.contentType, .contentLength, .contentEncoding, .transferEncoding] {
+                next.headers[name] = nil
+            }
+        }
+        next.headers[HTTPField.Name("Host")!] = nil
+        if !Self.isSameOrigin(from, target) {
+            next.headers[.authorization] = nil
+            next.headers[.cookie] = nil
+            next.headers[.proxyAuthorization] = nil
+        }
+        current = next
+        return .follow(next)
+    }
+
+    static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
+        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+            && effectivePort(a) == effectivePort(b)
+    }
+
+    private static func effectivePort(_ url: URL) -> Int? {
+        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+    }
+}

@@ -1,0 +1,2 @@
+import NIOPosix
+import NIOHTTP1

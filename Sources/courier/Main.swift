@@ -1,0 +1,2 @@
+import ArgumentParser
+@main struct Main { static func main() {} }

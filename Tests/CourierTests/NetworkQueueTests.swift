@@ -1,0 +1,202 @@
+import Foundation
+import Testing
+@testable import Courier
+
+/// Tier 2: the shared queue's limits, priorities, coalescing and cancellation over a fake transport.
+@Suite("NetworkQueue over a fake transport")
+struct NetworkQueueTests {
+    @Test func coalescesIdenticalGETsAcrossEnginesAndCallsEveryHandlerOnce() async throws {
+        let transport = FakeTransport { _ in
+            try await Task.sleep(for: .milliseconds(100))
+            return FakeTransport.reply(body: "{\"n\":1}")
+        }
+        let queue = NetworkQueue()
+        let engines = (0..<5).map { _ in NetworkEngine.fake(transport, queue: queue) }
+        let calls = Counter()
+        let ops = (0..<100).map { i in
+            engines[i % 5].operation(path: "thumb").onCompletion { _ in calls.hit() }
+        }
+        for op in ops { engines[0].enqueue(op) }
+        for op in ops { _ = try await op.response() }
+        for engine in engines { await drain(engine.configuration.callbackQueue) }
+        #expect(transport.requestCount == 1)
+        #expect(calls.count() == 100)
+    }
+
+    @Test func differentHeadersOrOptingOutDoNotCoalesce() async throws {
+        let transport = FakeTransport { _ in
+            try await Task.sleep(for: .milliseconds(50))
+            return FakeTransport.reply()
+        }
+        let engine = NetworkEngine.fake(transport)
+        let a = engine.operation(path: "x")
+        let b = engine.operation(path: "x").setHeader("2", forName: "X-Variant")
+        let c = engine.operation(path: "x")
+        c.allowsCoalescing = false
+        let post1 = engine.operation(path: "x", method: .post)
+        let post2 = engine.operation(path: "x", method: .post)
+        for op in [a, b, c, post1, post2] { engine.enqueue(op) }
+        for op in [a, b, c, post1, post2] { _ = try await op.response() }
+        #expect(transport.requestCount == 5)
+    }
+
+    @Test func cancellingOneSubscriberLeavesTheOthersAndTheLastCancelsTheRequest() async throws {
+        let cancellations = Counter()
+        let gate = Counter()
+        let transport = FakeTransport { _ in
+            do {
+                while gate.count() == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            } catch {
+                cancellations.hit()
+                throw error
+            }
+            return FakeTransport.reply()
+        }
+        let engine = NetworkEngine.fake(transport)
+        let ops = (0..<3).map { _ in engine.operation(path: "x") }
+        for op in ops { engine.enqueue(op) }
+        #expect(await eventually { ops.allSatisfy { $0.state == .executing } })
+        ops[0].cancel()
+        ops[1].cancel()
+        #expect(cancellations.count() == 0)
+        gate.hit()
+        #expect(try await ops[2].response().statusCode == 200)
+        #expect(ops[0].error?.code == .cancelled && ops[1].error?.code == .cancelled)
+
+        let blocking = FakeTransport { _ in
+            do { try await Task.sleep(for: .seconds(60)) } catch { cancellations.hit("y"); throw error }
+            return FakeTransport.reply()
+        }
+        let engine2 = NetworkEngine.fake(blocking)
+        let pair = (0..<2).map { _ in engine2.operation(path: "y") }
+        for op in pair { engine2.enqueue(op) }
+        #expect(await eventually { blocking.requestCount == 1 })
+        pair[0].cancel()
+        pair[1].cancel()
+        #expect(await eventually { cancellations.count("y") == 1 })
+        #expect(blocking.requestCount == 1)
+    }
+
+    @Test func neverRunsMoreThanTheLimitAndRaisingItTakesEffectAtOnce() async throws {
+        let transport = FakeTransport { _ in
+            try await Task.sleep(for: .milliseconds(30))
+            return FakeTransport.reply()
+        }
+        let queue = NetworkQueue(maximumConcurrentOperations: 2)
+        let engine = NetworkEngine.fake(transport, queue: queue) { $0.coalescesRequests = false }
+        let ops = (0..<20).map { engine.operation(path: "slow/\($0)") }
+        for op in ops { engine.enqueue(op) }
+        for op in ops.prefix(6) { _ = try await op.response() }
+        #expect(transport.maxConcurrent == 2)
+        queue.maximumConcurrentOperations = 6
+        #expect(await eventually { transport.maxConcurrent == 6 })
+        for op in ops { _ = try await op.response() }
+    }
+
+    @Test func suspendedQueueStartsHighPriorityWorkFirst() async throws {
+        let started = Recorder<String>()
+        let transport = FakeTransport { request in
+            started.append(request.url.lastPathComponent)
+            return FakeTransport.reply()
+        }
+        let queue = NetworkQueue(maximumConcurrentOperations: 2, isSuspended: true)
+        let engine = NetworkEngine.fake(transport, queue: queue)
+        let low = (0..<10).map { engine.operation(path: "low\($0)") }
+        let high = (0..<10).map { engine.operation(path: "high\($0)") }
+        for op in low { op.priority = .low; engine.enqueue(op) }
+        for op in high { op.priority = .high; engine.enqueue(op) }
+        #expect(transport.requestCount == 0)
+        #expect(queue.operationCount == 20)
+        queue.go()
+        for op in low + high { _ = try await op.response() }
+        let order = started.all
+        #expect(order.prefix(10).allSatisfy { $0.hasPrefix("high") }, "\(order)")
+        #expect(Array(order.prefix(10)) == (0..<10).map { "high\($0)" }, "FIFO within a priority")
+    }
+
+    @Test func priorityCanChangeWhileWaiting() async throws {
+        let started = Recorder<String>()
+        let transport = FakeTransport { request in
+            started.append(request.url.lastPathComponent)
+            return FakeTransport.reply()
+        }
+        let queue = NetworkQueue(maximumConcurrentOperations: 1, isSuspended: true)
+        let engine = NetworkEngine.fake(transport, queue: queue)
+        let ops = (0..<3).map { engine.operation(path: "op\($0)") }
+        for op in ops { engine.enqueue(op) }
+        ops[2].priority = .veryHigh
+        queue.go()
+        for op in ops { _ = try await op.response() }
+        #expect(started.all == ["op2", "op0", "op1"])
+    }
+
+    @Test func activityPublishesEveryChangeInOrder() async throws {
+        let queue = NetworkQueue(isSuspended: true)
+        let engine = NetworkEngine.fake(FakeTransport(), queue: queue) { $0.coalescesRequests = false }
+        let handlerCounts = Recorder<Int>()
+        queue.activityHandler = { handlerCounts.append($0) }
+        let stream = queue.activity
+        let ops = (0..<3).map { engine.operation(path: "x\($0)") }
+        for op in ops { engine.enqueue(op) }
+        queue.go()
+        for op in ops { _ = try await op.response() }
+        var seen: [Int] = []
+        for await count in stream {
+            seen.append(count)
+            if seen.count == 7 { break }
+        }
+        #expect(seen == [0, 1, 2, 3, 2, 1, 0])
+        #expect(await eventually { handlerCounts.all.count == 6 })
+        #expect(handlerCounts.all == [1, 2, 3, 2, 1, 0])
+    }
+
+    @Test func queueEventsReportStartsOutcomesAndTheQueueRunningDry() async throws {
+        let queue = NetworkQueue()
+        let engine = NetworkEngine.fake(FakeTransport { request in
+            FakeTransport.reply(status: request.url.path.hasSuffix("bad") ? 500 : 200)
+        }, queue: queue)
+        let events = queue.events
+        try await engine.send(engine.operation(path: "good"))
+        _ = try? await engine.send(engine.operation(path: "bad"))
+        var log: [String] = []
+        for await event in events {
+            switch event {
+            case .started(let op): log.append("started \(op.url!.lastPathComponent)")
+            case .finished(let op, _): log.append("finished \(op.url!.lastPathComponent)")
+            case .failed(let op, let error): log.append("failed \(op.url!.lastPathComponent) \(error.code)")
+            case .queueFinished: log.append("empty")
+            }
+            if log.count == 6 { break }
+        }
+        #expect(log == ["started good", "finished good", "empty", "started bad", "failed bad unacceptableStatus", "empty"])
+    }
+
+    @Test func cancellationBySubstringPredicateAndEngine() async {
+        let queue = NetworkQueue(isSuspended: true)
+        let transport = FakeTransport()
+        let photos = NetworkEngine.fake(transport, queue: queue)
+        let feed = NetworkEngine.fake(transport, queue: queue)
+        let thumbs = (0..<3).map { photos.operation(path: "thumbnails/\($0)") }
+        let full = photos.operation(path: "full/1")
+        let posts = (0..<2).map { feed.operation(path: "posts/\($0)") }
+        let tagged = feed.operation(path: "tagged")
+        tagged.tag = 7
+        for op in thumbs + [full] + posts + [tagged] { photos.enqueue(op) }
+        queue.cancelOperations(containing: "/thumbnails/")
+        #expect(thumbs.allSatisfy(\.isCancelled) && !full.isCancelled)
+        queue.cancelOperations { $0.tag == 7 }
+        #expect(tagged.isCancelled && !posts[0].isCancelled)
+        photos.cancelAllOperations()
+        #expect(full.isCancelled)
+        #expect(!posts[0].isCancelled && !posts[1].isCancelled)
+        #expect(queue.operationCount == 2)
+        queue.cancelAll()
+        #expect(queue.operationCount == 0)
+        queue.go()
+        for op in thumbs + [full] + posts + [tagged] {
+            let error = await #expect(throws: NetworkError.self) { try await op.response() }
+            #expect(error?.code == .cancelled)
+        }
+        #expect(transport.requestCount == 0)
+    }
+}

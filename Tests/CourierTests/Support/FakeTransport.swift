@@ -1,0 +1,110 @@
+import Foundation
+import NIOCore
+import Synchronization
+@testable import Courier
+
+/// Tier 2's transport: answers with a closure, records every request, counts concurrency.
+final class FakeTransport: HTTPTransport {
+    typealias Handler = @Sendable (TransportRequest) async throws -> TransportResponse
+
+    private let handler: Handler
+    private let log = Mutex<[TransportRequest]>([])
+    private let concurrency = Mutex<(now: Int, max: Int)>((0, 0))
+
+    init(_ handler: @escaping Handler = { _ in FakeTransport.reply() }) {
+        self.handler = handler
+    }
+
+    var requests: [TransportRequest] { log.withLock { $0 } }
+    var requestCount: Int { log.withLock { $0.count } }
+    var maxConcurrent: Int { concurrency.withLock { $0.max } }
+
+    func execute(_ request: TransportRequest) async throws -> TransportResponse {
+        log.withLock { $0.append(request) }
+        concurrency.withLock { $0.now += 1; $0.max = max($0.max, $0.now) }
+        defer { concurrency.withLock { $0.now -= 1 } }
+        return try await handler(request)
+    }
+
+    /// A response with the body in `parts` pieces.
+    static func reply(
+        status: Int = 200, headers: HTTPFields = [.contentType: "application/json"], body: String = "{}",
+        parts: Int = 1, failure: (any Error)? = nil
+    ) -> TransportResponse {
+        reply(status: status, headers: headers, data: Data(body.utf8), parts: parts, failure: failure)
+    }
+
+    static func reply(
+        status: Int, headers: HTTPFields, data: Data, parts: Int = 1, failure: (any Error)? = nil
+    ) -> TransportResponse {
+        let size = max(1, (data.count + parts - 1) / max(1, parts))
+        let chunks = stride(from: 0, to: data.count, by: size).map {
+            ByteBuffer(bytes: data[$0 ..< min($0 + size, data.count)])
+        }
+        return TransportResponse(
+            status: HTTPResponse.Status(code: status), headers: headers, body: Chunks(chunks: chunks, failure: failure))
+    }
+
+    struct Chunks: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+        let chunks: [ByteBuffer]
+        let failure: (any Error)?
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            var remaining: [ByteBuffer]
+            let failure: (any Error)?
+            mutating func next() async throws -> ByteBuffer? {
+                if remaining.isEmpty {
+                    if let failure { throw failure }
+                    return nil
+                }
+                return remaining.removeFirst()
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(remaining: chunks, failure: failure) }
+    }
+}
+
+/// Counts calls from any thread.
+final class Counter: Sendable {
+    private let value = Mutex<[String: Int]>([:])
+    func hit(_ key: String = "") { value.withLock { $0[key, default: 0] += 1 } }
+    func count(_ key: String = "") -> Int { value.withLock { $0[key, default: 0] } }
+    var all: [String: Int] { value.withLock { $0 } }
+}
+
+/// Records values in arrival order from any thread.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
+    var all: [Value] { values.withLock { $0 } }
+}
+
+/// Waits until every block already dispatched on `queue` has run.
+func drain(_ queue: DispatchQueue) async {
+    await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
+}
+
+/// Polls a condition without a fixed sleep: yields until it holds or the time runs out.
+func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        if ContinuousClock.now > deadline { return false }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    return true
+}
+
+extension NetworkEngine {
+    /// An engine over a fake transport, its own queue and its own callback queue.
+    static func fake(
+        _ transport: FakeTransport, queue: NetworkQueue = NetworkQueue(), baseURL: String = "https://api.example.com/v1",
+        headers: [String: String] = [:], _ configure: (inout Configuration) -> Void = { _ in }
+    ) -> NetworkEngine {
+        var configuration = Configuration()
+        configuration.callbackQueue = DispatchQueue(label: "test.callbacks")
+        configure(&configuration)
+        return NetworkEngine(baseURL: baseURL, headers: headers, configuration: configuration, queue: queue, transport: transport)
+    }
+}
