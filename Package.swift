@@ -64,6 +64,8 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierTestServer",
+                // The CLI tests run the built binary; depending on it makes `swift test` build it.
+                "courier",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -24,6 +24,9 @@ extension AsyncHTTPClientTransport {
         if error is NIOHTTPDecompression.ExtraDecompressionError {
             return NetworkError(.invalidResponse, "the compressed body is corrupt", url: url, underlying: error)
         }
+        if let error = error as? HTTPParserError, error == .invalidEOFState {
+            return NetworkError(.connectionLost, "the connection closed before the response was complete", url: url, underlying: error)
+        }
         if error is HTTPParserError {
             return NetworkError(.invalidResponse, "the server sent malformed HTTP", url: url, underlying: error)
         }

@@ -1,2 +1,0 @@
-import NIOPosix
-import NIOHTTP1

@@ -1,0 +1,20 @@
+import ArgumentParser
+import Courier
+
+/// `courier get URL`: prints the response body.
+struct GetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get",
+        abstract: "Send a GET request and print the response body (JSON pretty-printed).")
+
+    @OptionGroup var options: RequestOptions
+
+    func run() async throws {
+        try await runGet()
+    }
+
+    nonisolated func runGet() async throws {
+        let engine = try options.makeEngine()
+        try await options.run(engine.operation(url: options.url), on: engine)
+    }
+}

@@ -1,2 +1,0 @@
-import ArgumentParser
-@main struct Main { static func main() {} }

@@ -1,0 +1,61 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+/// Options shared by `get` and `post`.
+struct RequestOptions: ParsableArguments {
+    @Argument(help: "The absolute http(s) URL.")
+    var url: String
+
+    @Option(name: .customShort("H"), help: ArgumentHelp("A request header, 'Name: value'. Repeatable.", valueName: "header"))
+    var headers: [String] = []
+
+    @Flag(name: [.customShort("i"), .long], help: "Print the status line and response headers before the body.")
+    var include = false
+
+    @Option(help: ArgumentHelp("Give up after this many seconds.", valueName: "seconds"))
+    var timeout: Double?
+
+    /// The headers as name/value pairs; a malformed one is a usage error.
+    func parsedHeaders() throws -> [(String, String)] {
+        try headers.map { header in
+            guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
+                throw CLIFailure.usage("header '\(header)' is not 'Name: value'")
+            }
+            return (String(header[..<colon]), String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+        }
+    }
+
+    /// An engine for this one request: every status is a response (the exit code tells them apart).
+    func makeEngine() throws -> NetworkEngine {
+        if let timeout, !(timeout > 0 && timeout.isFinite) {
+            throw CLIFailure.usage("--timeout must be a positive number of seconds")
+        }
+        let configuration = NetworkEngine.Configuration {
+            $0.acceptableStatusCodes = Set(100..<600)
+            if let timeout {
+                $0.timeouts.total = .milliseconds(Int64(timeout * 1000))
+                $0.timeouts.read = .milliseconds(Int64(timeout * 1000))
+                $0.timeouts.connect = .milliseconds(Int64(min(timeout, 10) * 1000))
+            }
+        }
+        return NetworkEngine(baseURL: url, configuration: configuration, queue: NetworkQueue())
+    }
+
+    /// Sends the operation, prints the answer, and turns the outcome into the exit status.
+    func run(_ operation: NetworkOperation, on engine: NetworkEngine) async throws {
+        for (name, value) in try parsedHeaders() { operation.setHeader(value, forName: name) }
+        let response: NetworkResponse
+        do {
+            response = try await engine.send(operation)
+        } catch {
+            throw CLIFailure(exitCode: 1, message: error.description)
+        }
+        ResponsePrinter.print(response, includeHead: include)
+        switch response.statusCode {
+        case 400..<500: throw CLIFailure(exitCode: 4, message: "")
+        case 500..<600: throw CLIFailure(exitCode: 5, message: "")
+        default: return
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import CourierTestServer
+import Foundation
+import Testing
+
+/// The `courier` executable, run as a user would, against the in-process server.
+@Suite("courier command line")
+struct CLITests {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// The built `courier` binary, next to the test bundle in the build directory.
+    static var binary: URL {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("courier").path), directory.path != "/" {
+            directory.deleteLastPathComponent()
+        }
+        return directory.appendingPathComponent("courier")
+    }
+
+    func courier(_ arguments: String...) async throws -> Run {
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        async let stdout = out.fileHandleForReading.readToEnd()
+        async let stderr = err.fileHandleForReading.readToEnd()
+        let (o, e) = try await (stdout, stderr)
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus,
+            stdout: String(decoding: o ?? Data(), as: UTF8.self),
+            stderr: String(decoding: e ?? Data(), as: UTF8.self))
+    }
+
+    @Test func theBinaryIsBuilt() {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.binary.path), "\(Self.binary.path)")
+    }
+
+    @Test func getPrettyPrintsJSONAndIncludesTheHeadOnRequest() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let plain = try await courier("get", server.url("/json"), "-H", "X-Demo: yes")
+        #expect(plain.status == 0)
+        #expect(plain.stdout.contains("{\n  \"name\" : \"Courier\","))
+        #expect(server.recordedRequests.first?.header("x-demo") == "yes")
+        let included = try await courier("get", "-i", server.url("/json"))
+        #expect(included.stdout.hasPrefix("HTTP/1.1 200 OK\n"))
+        #expect(included.stdout.contains("\ncontent-type: application/json; charset=utf-8\n") || included.stdout.contains("\nContent-Type: application/json; charset=utf-8\n"))
+    }
+
+    @Test func exitCodesFollowTheStatus() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        #expect(try await courier("get", server.url("/status/204")).status == 0)
+        #expect(try await courier("get", server.url("/status/404")).status == 4)
+        let unavailable = try await courier("get", server.url("/status/503"))
+        #expect(unavailable.status == 5)
+        #expect(unavailable.stdout == "status 503\n")
+    }
+
+    @Test func postSendsFormsAndJSON() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let form = try await courier("post", server.url("/anything"), "-d", "name=Ada Lovelace", "-d", "lang=swift")
+        #expect(form.status == 0)
+        #expect(server.recordedRequests.last.map { String(decoding: $0.body, as: UTF8.self) } == "lang=swift&name=Ada%20Lovelace")
+        let json = try await courier("post", server.url("/anything"), "--json", #"{"a": [1, 2]}"#)
+        #expect(json.status == 0)
+        #expect(json.stdout.contains(#""json" : {"#))
+        #expect(server.recordedRequests.last?.header("content-type") == "application/json")
+    }
+
+    @Test func networkErrorsExitOneWithOneLine() async throws {
+        let server = try await TestServer.start()
+        let port = server.port
+        let stall = server.url("/stall")
+        let timeout = try await courier("get", stall, "--timeout", "0.5")
+        #expect(timeout.status == 1)
+        #expect(timeout.stderr.hasPrefix("courier: error: timeout"))
+        #expect(timeout.stderr.split(separator: "\n").count == 1)
+        try await server.shutdown()
+        let closed = try await courier("get", "http://127.0.0.1:\(port)/get")
+        #expect(closed.status == 1)
+        #expect(closed.stderr.hasPrefix("courier: error: cannotConnect"))
+        let injected = try await courier("get", "http://127.0.0.1:\(port)/get", "-H", "X-A: b\r\nX-Injected: 1")
+        #expect(injected.status == 1)
+        #expect(injected.stderr.hasPrefix("courier: error: invalidHeader"))
+    }
+
+    @Test(arguments: [
+        ["get"],
+        ["get", "http://127.0.0.1:1/", "-H", "no colon"],
+        ["get", "http://127.0.0.1:1/", "--timeout", "-1"],
+        ["post", "http://127.0.0.1:1/", "--json", "{broken"],
+        ["post", "http://127.0.0.1:1/", "-d", "novalue"],
+        ["post", "http://127.0.0.1:1/", "-d", "a=1", "--json", "{}"],
+        ["fetch", "http://127.0.0.1:1/"],
+    ])
+    func badUsageExitsTwoWithOneLine(arguments: [String]) async throws {
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = arguments
+        let err = Pipe()
+        process.standardError = err
+        process.standardOutput = Pipe()
+        try process.run()
+        let stderr = String(decoding: try err.fileHandleForReading.readToEnd() ?? Data(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 2, "\(arguments): \(stderr)")
+        #expect(stderr.hasPrefix("courier: error: "))
+        #expect(stderr.split(separator: "\n").count == 1, "\(stderr)")
+    }
+
+    @Test func demoShowsTheQueueAtWork() async throws {
+        let started = ContinuousClock.now
+        let demo = try await courier("demo")
+        #expect(demo.status == 0, "\(demo.stderr)")
+        #expect(demo.stdout.contains("the server saw at most 2 at once"))
+        #expect(demo.stdout.contains("the server answered 1 request; 200 completion handlers ran, once each"))
+        #expect(demo.stdout.contains("they started in this order: veryHigh-1, high-1, high-2, low-1, low-2"))
+        #expect(demo.stdout.contains("the server saw the connection closed: yes"))
+        #expect(demo.stdout.contains("100%"))
+        #expect(demo.stdout.contains("connectionLost"))
+        #expect(ContinuousClock.now - started < .seconds(30))
+    }
+}
