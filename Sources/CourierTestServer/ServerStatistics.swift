@@ -1,6 +1,6 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
-import Synchronization
 
 /// Thread-safe request statistics of one ``TestServer``, updated by the connection
 /// handlers and read through the public `TestServer` API.
@@ -41,14 +41,14 @@ final class ServerStatistics: Sendable {
     /// Maximum total body bytes kept over all recorded requests (oldest records dropped first).
     static let recordedBodyBytesLimit = 256 << 20
 
-    private struct Waiter {
+    private struct Waiter: Sendable {
         var counter: Counter
         var target: Int
         var continuation: CheckedContinuation<Bool, Never>
         var timer: Scheduled<Void>?
     }
 
-    private struct State {
+    private struct State: Sendable {
         var nextRequestID: UInt64 = 0
         var nextWaiterID: UInt64 = 0
         var requestCount = 0
@@ -60,6 +60,7 @@ final class ServerStatistics: Sendable {
         var recordedBodyBytes = 0
         var waiters: [UInt64: Waiter] = [:]
 
+        /// The current value of `counter`.
         func value(of counter: Counter) -> Int {
             switch counter {
             case .requests: requestCount
@@ -67,7 +68,6 @@ final class ServerStatistics: Sendable {
             }
         }
 
-        /// Removes and returns every waiter whose target has been reached.
         /// Drops the oldest records while a recording limit is exceeded (keeping the newest).
         mutating func trimRecords() {
             while records.count > 1,
@@ -78,6 +78,7 @@ final class ServerStatistics: Sendable {
             }
         }
 
+        /// Removes and returns every waiter whose target has been reached.
         mutating func takeSatisfiedWaiters() -> [Waiter] {
             var satisfied: [Waiter] = []
             for (id, waiter) in waiters where value(of: waiter.counter) >= waiter.target {
@@ -88,7 +89,9 @@ final class ServerStatistics: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    /// All mutable state, guarded by a pthread-based lock (NIO's lock is understood by the
+    /// thread sanitizer, unlike `Synchronization.Mutex` on Linux).
+    private let state = NIOLockedValueBox(State())
 
     /// Creates empty statistics.
     init() {}
@@ -96,24 +99,24 @@ final class ServerStatistics: Sendable {
     // MARK: Snapshots
 
     /// Requests whose head was received since start/reset.
-    var requestCount: Int { state.withLock { $0.requestCount } }
+    var requestCount: Int { state.withLockedValue { $0.requestCount } }
     /// Requests received and not yet fully answered.
-    var inFlight: Int { state.withLock { $0.inFlight } }
+    var inFlight: Int { state.withLockedValue { $0.inFlight } }
     /// High-water mark of ``inFlight`` since start/reset.
-    var maxInFlight: Int { state.withLock { $0.maxInFlight } }
+    var maxInFlight: Int { state.withLockedValue { $0.maxInFlight } }
     /// Requests whose connection the client closed before the response was complete.
-    var abortedRequestCount: Int { state.withLock { $0.aborted } }
+    var abortedRequestCount: Int { state.withLockedValue { $0.aborted } }
     /// The recorded requests in arrival order.
-    var recordedRequests: [RecordedRequest] { state.withLock { $0.records.map(\.request) } }
+    var recordedRequests: [RecordedRequest] { state.withLockedValue { $0.records.map(\.request) } }
 
     /// Requests received for exactly `path` (no query) since start/reset.
     func requestCount(path: String) -> Int {
-        state.withLock { $0.pathCounts[path] ?? 0 }
+        state.withLockedValue { $0.pathCounts[path] ?? 0 }
     }
 
     /// Zeroes the counters and clears the recorded requests; `maxInFlight` becomes `inFlight`.
     func reset() {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.requestCount = 0
             state.pathCounts = [:]
             state.aborted = 0
@@ -133,7 +136,7 @@ final class ServerStatistics: Sendable {
         headers: [(name: String, value: String)]
     ) -> Ticket {
         let record = RecordedRequest(method: method, uri: uri, path: path, headers: headers)
-        let (ticket, satisfied) = state.withLock { state in
+        let (ticket, satisfied) = state.withLockedValue { state in
             state.nextRequestID &+= 1
             let id = state.nextRequestID
             state.requestCount += 1
@@ -152,7 +155,7 @@ final class ServerStatistics: Sendable {
     /// Stores (the first 1 MiB of) the body of the request `id`, if it is still recorded.
     func recordBody(id: UInt64, body: [UInt8]) {
         let kept = body.count > Self.recordedBodyLimit ? Array(body.prefix(Self.recordedBodyLimit)) : body
-        state.withLock { state in
+        state.withLockedValue { state in
             guard let index = state.records.lastIndex(where: { $0.id == id }) else { return }
             state.recordedBodyBytes += kept.count - state.records[index].request.body.count
             state.records[index].request.body = kept
@@ -162,7 +165,7 @@ final class ServerStatistics: Sendable {
 
     /// Marks a request as no longer in flight.
     func requestFinished(_ outcome: Outcome) {
-        let satisfied = state.withLock { state in
+        let satisfied = state.withLockedValue { state in
             state.inFlight = max(0, state.inFlight - 1)
             if outcome == .abortedByClient {
                 state.aborted += 1
@@ -175,7 +178,7 @@ final class ServerStatistics: Sendable {
     /// Counts an already answered request as aborted because its final bytes could not be
     /// delivered (the client closed the connection first).
     func responseDeliveryFailed() {
-        let satisfied = state.withLock { state in
+        let satisfied = state.withLockedValue { state in
             state.aborted += 1
             return state.takeSatisfiedWaiters()
         }
@@ -189,13 +192,13 @@ final class ServerStatistics: Sendable {
     /// The continuation is resumed by whichever comes first: the update that reaches the
     /// target, the timeout (an event-loop scheduled task) or task cancellation.
     func wait(for counter: Counter, count: Int, timeout: Duration) async -> Bool {
-        let waiterID = state.withLock { state in
+        let waiterID = state.withLockedValue { state in
             state.nextWaiterID &+= 1
             return state.nextWaiterID
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let reached = state.withLock { state in
+                let reached = state.withLockedValue { state in
                     if state.value(of: counter) >= count { return true }
                     state.waiters[waiterID] = Waiter(
                         counter: counter, target: count, continuation: continuation, timer: nil
@@ -215,7 +218,7 @@ final class ServerStatistics: Sendable {
                 ) { [self] in
                     self.resolveWaiter(waiterID, with: false)
                 }
-                let stillWaiting = state.withLock { state in
+                let stillWaiting = state.withLockedValue { state in
                     guard state.waiters[waiterID] != nil else { return false }
                     state.waiters[waiterID]?.timer = timer
                     return true
@@ -231,7 +234,7 @@ final class ServerStatistics: Sendable {
 
     /// Resumes the waiter `id` with `result` if it is still waiting.
     private func resolveWaiter(_ id: UInt64, with result: Bool) {
-        let waiter = state.withLock { state in
+        let waiter = state.withLockedValue { state in
             state.waiters.removeValue(forKey: id)
         }
         guard let waiter else { return }

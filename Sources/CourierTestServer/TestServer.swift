@@ -11,8 +11,10 @@ import NIOPosix
 ///
 /// ```swift
 /// let server = try await TestServer.start()
-/// defer { Task { try await server.shutdown() } }
 /// let url = server.url("/get?x=1")   // "http://127.0.0.1:PORT/get?x=1"
+/// // ... send requests to `url` ...
+/// #expect(await server.waitForRequests(count: 1, timeout: .seconds(1)))
+/// try await server.shutdown()
 /// ```
 ///
 /// Always call ``shutdown()`` when done; it closes the listener and every open connection.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Courier
 import CourierTestServer
 import Foundation
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// `courier demo`: the shared queue at work against an in-process server on 127.0.0.1.
@@ -59,12 +60,12 @@ struct Demo {
         let queue = engine.queue
         queue.maximumConcurrentOperations = 1
         queue.suspend()
-        let order = Mutex<[String]>([])
+        let order = NIOLockedValueBox<[String]>([])
         var ops: [NetworkOperation] = []
         for (name, priority) in [("low-1", NetworkOperation.Priority.low), ("low-2", .low), ("high-1", .high), ("veryHigh-1", .veryHigh), ("high-2", .high)] {
             let op = engine.operation(path: "/get", params: ["name": .string(name)])
             op.priority = priority
-            op.onStateChange { state in if state == .executing { order.withLock { $0.append(name) } } }
+            op.onStateChange { state in if state == .executing { order.withLockedValue { $0.append(name) } } }
             engine.enqueue(op)
             ops.append(op)
         }
@@ -72,7 +73,7 @@ struct Demo {
         queue.go()
         for op in ops { _ = try await op.response() }
         await drainCallbacks(engine)
-        say("   after go(), they started in this order: \(order.withLock { $0 }.joined(separator: ", "))\n")
+        say("   after go(), they started in this order: \(order.withLockedValue { $0 }.joined(separator: ", "))\n")
         queue.maximumConcurrentOperations = 6
     }
 

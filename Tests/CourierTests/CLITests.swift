@@ -127,6 +127,6 @@ struct CLITests {
         #expect(demo.stdout.contains("the server saw the connection closed: yes"))
         #expect(demo.stdout.contains("100%"))
         #expect(demo.stdout.contains("connectionLost"))
-        #expect(ContinuousClock.now - started < .seconds(30))
+        #expect(ContinuousClock.now - started < .seconds(45), "the demo must stay well under a minute")
     }
 }

@@ -44,7 +44,7 @@ extension NetworkOperation {
     /// reader; the outcome is never dropped. Iterating does not enqueue the operation.
     public var events: AsyncStream<Event> {
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
-        storage.withLock { storage in
+        storage.withLockedValue { storage in
             switch storage.machine.outcome {
             case .success(let response)?:
                 continuation.yield(.response(response))

@@ -6,7 +6,7 @@ extension NetworkOperation {
     /// - Returns: The operation, for chaining.
     @discardableResult
     public func onCompletion(_ handler: @escaping @Sendable (NetworkResponse) -> Void) -> Self {
-        storage.withLock { storage in
+        storage.withLockedValue { storage in
             switch storage.machine.outcome {
             case .success(let response)?: context.configuration.callbackQueue.async { handler(response) }
             case .failure?: break
@@ -23,7 +23,7 @@ extension NetworkOperation {
     /// - Returns: The operation, for chaining.
     @discardableResult
     public func onError(_ handler: @escaping @Sendable (NetworkError) -> Void) -> Self {
-        storage.withLock { storage in
+        storage.withLockedValue { storage in
             switch storage.machine.outcome {
             case .failure(let error)?: context.configuration.callbackQueue.async { handler(error) }
             case .success?: break
@@ -38,7 +38,7 @@ extension NetworkOperation {
     /// - Returns: The operation, for chaining.
     @discardableResult
     public func onUploadProgress(_ handler: @escaping @Sendable (TransferProgress) -> Void) -> Self {
-        storage.withLock { if $0.machine.outcome == nil { $0.handlers.uploadProgress.append(handler) } }
+        storage.withLockedValue { if $0.machine.outcome == nil { $0.handlers.uploadProgress.append(handler) } }
         return self
     }
 
@@ -47,7 +47,7 @@ extension NetworkOperation {
     /// - Returns: The operation, for chaining.
     @discardableResult
     public func onDownloadProgress(_ handler: @escaping @Sendable (TransferProgress) -> Void) -> Self {
-        storage.withLock { if $0.machine.outcome == nil { $0.handlers.downloadProgress.append(handler) } }
+        storage.withLockedValue { if $0.machine.outcome == nil { $0.handlers.downloadProgress.append(handler) } }
         return self
     }
 
@@ -56,7 +56,7 @@ extension NetworkOperation {
     /// - Returns: The operation, for chaining.
     @discardableResult
     public func onStateChange(_ handler: @escaping @Sendable (State) -> Void) -> Self {
-        storage.withLock { if $0.machine.outcome == nil { $0.handlers.stateChange.append(handler) } }
+        storage.withLockedValue { if $0.machine.outcome == nil { $0.handlers.stateChange.append(handler) } }
         return self
     }
 
@@ -67,13 +67,13 @@ extension NetworkOperation {
     /// - Parameter dependency: The operation to wait for.
     public func addDependency(_ dependency: NetworkOperation) {
         guard dependency !== self, !dependency.dependsOn(self) else { return }
-        storage.withLock { storage in
+        storage.withLockedValue { storage in
             if storage.machine.state == .ready { storage.dependencies.append(dependency) }
         }
     }
 
     /// The operations this one waits for.
-    public var dependencies: [NetworkOperation] { storage.withLock { $0.dependencies } }
+    public var dependencies: [NetworkOperation] { storage.withLockedValue { $0.dependencies } }
 
     /// Whether `other` is among this operation's dependencies, directly or not.
     private func dependsOn(_ other: NetworkOperation) -> Bool {

@@ -8,7 +8,7 @@ import HTTPTypes
 extension NetworkOperation {
     /// Enqueues the operation on its engine's queue; called by ``NetworkEngine/enqueue(_:)``.
     func submit() {
-        let (action, dependencies, observers) = storage.withLock { storage in
+        let (action, dependencies, observers) = storage.withLockedValue { storage in
             let action = storage.machine.enqueue(failingWith: inputError ?? storage.headerError)
             switch action {
             case .submit:
@@ -60,7 +60,7 @@ extension NetworkOperation {
 
     /// The key identical operations share, or `nil` when this one must run alone.
     func coalescingKey() -> CoalescingKey? {
-        guard storage.withLock({ $0.allowsCoalescing }) else { return nil }
+        guard storage.withLockedValue({ $0.allowsCoalescing }) else { return nil }
         return CoalescingKey(request: preparedRequest(), uniqueIdentifier: uniqueIdentifier)
     }
 
@@ -68,13 +68,13 @@ extension NetworkOperation {
 
     /// The operation's flight started (or it joined one already running).
     func queueDidStart() {
-        storage.withLock { storage in
+        storage.withLockedValue { storage in
             if storage.machine.start() { dispatchStateChange(.executing, in: storage) }
         }
     }
 
     func queueDidSendBody(_ progress: TransferProgress) {
-        storage.withLock { storage in
+        storage.withLockedValue { storage in
             guard storage.machine.acceptsProgress else { return }
             let handlers = storage.handlers.uploadProgress
             if !handlers.isEmpty {
@@ -85,7 +85,7 @@ extension NetworkOperation {
     }
 
     func queueDidReceiveBody(_ progress: TransferProgress) {
-        storage.withLock { storage in
+        storage.withLockedValue { storage in
             guard storage.machine.acceptsProgress else { return }
             let handlers = storage.handlers.downloadProgress
             if !handlers.isEmpty {
@@ -111,7 +111,7 @@ extension NetworkOperation {
 
     /// Calls `observer` once with the outcome: now, if the operation already finished.
     func whenFinished(_ observer: @escaping Observer) {
-        let outcome: Result<NetworkResponse, NetworkError>? = storage.withLock { storage in
+        let outcome: Result<NetworkResponse, NetworkError>? = storage.withLockedValue { storage in
             if let outcome = storage.machine.outcome { return outcome }
             storage.observers.append(observer)
             return nil
@@ -120,7 +120,7 @@ extension NetworkOperation {
     }
 
     private func finish(_ result: Result<NetworkResponse, NetworkError>) {
-        let observers = storage.withLock { storage in
+        let observers = storage.withLockedValue { storage in
             storage.machine.finish(result) ? publishOutcome(&storage) : []
         }
         notify(observers)
@@ -164,7 +164,7 @@ extension NetworkOperation {
     }
 
     func notify(_ observers: [Observer]) {
-        guard !observers.isEmpty, let outcome = storage.withLock({ $0.machine.outcome }) else { return }
+        guard !observers.isEmpty, let outcome = storage.withLockedValue({ $0.machine.outcome }) else { return }
         for observer in observers { observer(outcome) }
     }
 

@@ -4,13 +4,13 @@ public import HTTPTypes
 extension NetworkOperation {
     /// The response, once the operation succeeded.
     public var response: NetworkResponse? {
-        if case .success(let response)? = storage.withLock({ $0.machine.outcome }) { return response }
+        if case .success(let response)? = storage.withLockedValue({ $0.machine.outcome }) { return response }
         return nil
     }
 
     /// The error, once the operation failed or was cancelled.
     public var error: NetworkError? {
-        if case .failure(let error)? = storage.withLock({ $0.machine.outcome }) { return error }
+        if case .failure(let error)? = storage.withLockedValue({ $0.machine.outcome }) { return error }
         return nil
     }
 

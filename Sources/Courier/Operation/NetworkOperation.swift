@@ -1,6 +1,6 @@
 import Foundation
 public import HTTPTypes
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// One HTTP request and its response: the unit of work an engine builds and the shared queue runs.
 ///
@@ -58,7 +58,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
 
     let id = OperationID.next()
     let context: OperationContext
-    let storage: Mutex<Storage>
+    let storage: NIOLockedValueBox<Storage>
     /// The composed URL, or `nil` when it could not be composed (the operation then fails with ``NetworkError/Code/invalidURL``).
     let requestURL: URL?
     /// The URL as composed or given, valid or not, for messages.
@@ -97,13 +97,13 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         }
         self.uniqueIdentifier = Self.makeUniqueIdentifier(method: method, url: urlString, body: body?.data)
         let coalesces = context.configuration.coalescesRequests && (method == .get || method == .head)
-        self.storage = Mutex(Storage(headers: fields, allowsCoalescing: coalesces))
+        self.storage = NIOLockedValueBox(Storage(headers: fields, allowsCoalescing: coalesces))
     }
 
     // MARK: Settings
 
     /// The header fields the request will carry: the engine's defaults, overridden by the operation's own.
-    public var headers: HTTPFields { storage.withLock { $0.headers } }
+    public var headers: HTTPFields { storage.withLockedValue { $0.headers } }
 
     /// Sets (or, with `nil`, removes) a header, replacing any value of the same name (case-insensitive).
     ///
@@ -115,7 +115,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     /// - Returns: The operation, for chaining.
     @discardableResult
     public func setHeader(_ value: String?, forName name: String) -> Self {
-        storage.withLock { storage in
+        storage.withLockedValue { storage in
             guard storage.machine.state == .ready else { return }
             switch HeaderValidation.field(name: name, value: value ?? "") {
             case .success(let field):
@@ -138,9 +138,9 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
 
     /// The operation's priority in its queue; may change while it waits.
     public var priority: Priority {
-        get { storage.withLock { $0.priority } }
+        get { storage.withLockedValue { $0.priority } }
         set {
-            let isQueued = storage.withLock { storage in
+            let isQueued = storage.withLockedValue { storage in
                 storage.priority = newValue
                 return storage.machine.state == .waiting
             }
@@ -150,34 +150,34 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
 
     /// A number of the caller's choosing to tell operations apart; never sent.
     public var tag: Int {
-        get { storage.withLock { $0.tag } }
-        set { storage.withLock { $0.tag = newValue } }
+        get { storage.withLockedValue { $0.tag } }
+        set { storage.withLockedValue { $0.tag = newValue } }
     }
 
     /// Values of the caller's choosing carried with the operation; never sent.
     public var userInfo: [String: any Sendable] {
-        get { storage.withLock { $0.userInfo } }
-        set { storage.withLock { $0.userInfo = newValue } }
+        get { storage.withLockedValue { $0.userInfo } }
+        set { storage.withLockedValue { $0.userInfo = newValue } }
     }
 
     /// Whether this operation may share one request with identical GET/HEAD operations. Only
     /// GET and HEAD coalesce; set to `false` to always send a request of its own. Ignored once enqueued.
     public var allowsCoalescing: Bool {
-        get { storage.withLock { $0.allowsCoalescing } }
-        set { storage.withLock { if $0.machine.state == .ready { $0.allowsCoalescing = newValue && (method == .get || method == .head) } } }
+        get { storage.withLockedValue { $0.allowsCoalescing } }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.allowsCoalescing = newValue && (method == .get || method == .head) } } }
     }
 
     // MARK: State
 
     /// The operation's current state.
-    public var state: State { storage.withLock { $0.machine.state } }
+    public var state: State { storage.withLockedValue { $0.machine.state } }
     /// Whether the operation has its outcome.
     public var isFinished: Bool { state == .finished }
     /// Whether cancellation was asked for (it may not have finished yet).
-    public var isCancelled: Bool { storage.withLock { $0.machine.isCancellationRequested } }
+    public var isCancelled: Bool { storage.withLockedValue { $0.machine.isCancellationRequested } }
 
     public var description: String {
-        let (state, outcome) = storage.withLock { ($0.machine.state, $0.machine.outcome) }
+        let (state, outcome) = storage.withLockedValue { ($0.machine.state, $0.machine.outcome) }
         var text = "<NetworkOperation \(id) \(method) \(urlString) \(state)"
         switch outcome {
         case .success(let response)?: text += " \(response.statusCode)"
@@ -196,7 +196,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     /// share it). In every case its error handlers hear ``NetworkError/Code/cancelled`` once.
     /// Cancelling a finished operation does nothing.
     public func cancel() {
-        let (action, observers) = storage.withLock { storage in
+        let (action, observers) = storage.withLockedValue { storage in
             let action = storage.machine.cancel(url: urlString)
             return (action, action == .finished ? publishOutcome(&storage) : [])
         }
@@ -210,7 +210,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     /// Removes every handler, then cancels: nobody hears about this operation again (ASIHTTPRequest's
     /// `clearDelegatesAndCancel`). `async` callers still get ``NetworkError/Code/cancelled``.
     public func clearHandlersAndCancel() {
-        storage.withLock { $0.handlers = Handlers() }
+        storage.withLockedValue { $0.handlers = Handlers() }
         cancel()
     }
 }

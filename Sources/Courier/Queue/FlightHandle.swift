@@ -1,17 +1,17 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The running task of one flight, cancellable before the task even exists: the queue creates the
 /// handle under its lock and starts the task after releasing it.
 final class FlightHandle: Sendable {
     let id: QueueStateMachine.FlightID
-    private let state = Mutex<(task: Task<Void, Never>?, isCancelled: Bool)>((nil, false))
+    private let state = NIOLockedValueBox<(task: Task<Void, Never>?, isCancelled: Bool)>((nil, false))
 
     init(id: QueueStateMachine.FlightID) {
         self.id = id
     }
 
     func attach(_ task: Task<Void, Never>) {
-        let cancelNow = state.withLock { state in
+        let cancelNow = state.withLockedValue { state in
             state.task = task
             return state.isCancelled
         }
@@ -19,7 +19,7 @@ final class FlightHandle: Sendable {
     }
 
     func cancel() {
-        let task = state.withLock { state in
+        let task = state.withLockedValue { state in
             state.isCancelled = true
             return state.task
         }

@@ -1,3 +1,6 @@
+import Foundation
+import Logging
+
 // The queue's machinery: every public or internal event goes through `apply`, which runs the state
 // machine under the lock, turns its action into effects (operation objects, flight handles), and
 // performs them after the lock is released. Stream yields and the activity dispatch stay under the
@@ -33,7 +36,7 @@ extension NetworkQueue {
     }
 
     func apply(registering operation: NetworkOperation? = nil, _ event: (inout QueueStateMachine) -> QueueStateMachine.Action) {
-        let effects = state.withLock { state in
+        let effects = state.withLockedValue { state in
             if let operation { state.operations[operation.id] = operation }
             return makeEffects(of: event(&state.machine), in: &state)
         }
@@ -41,7 +44,7 @@ extension NetworkQueue {
     }
 
     private func flightFinished(_ flight: FlightID, result: Result<NetworkResponse, NetworkError>) {
-        let effects = state.withLock { state in
+        let effects = state.withLockedValue { state in
             state.flights[flight] = nil
             return makeEffects(of: state.machine.flightFinished(flight), in: &state)
         }
@@ -97,32 +100,45 @@ extension NetworkQueue {
                 operation.queueDidStart()
                 publish(.started(operation))
             }
-            start(handle, request: representative.preparedRequest(), executor: representative.context.executor)
+            start(handle, request: representative.preparedRequest(), executor: representative.context.executor, subscribers: subscribers.count)
         }
         if effects.becameEmpty { publish(.queueFinished) }
     }
 
-    private func start(_ handle: FlightHandle, request: PreparedRequest, executor: RequestExecutor) {
+    private func start(_ handle: FlightHandle, request: PreparedRequest, executor: RequestExecutor, subscribers: Int) {
         let flight = handle.id
+        var logger = request.logger
+        logger[metadataKey: "courier-flight"] = "\(flight.rawValue)"
+        logger.debug("courier request started", metadata: [
+            "courier-method": "\(request.method.rawValue)",
+            "courier-url": "\(request.url.redactedForLogs)",
+            "courier-subscribers": "\(subscribers)",
+        ])
         let progress = RequestExecutor.ProgressSink(
             upload: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidSendBody(progress) } },
             download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } }
         )
         handle.attach(Task { [self] in
             let result = await executor.run(request, progress: progress)
+            switch result {
+            case .success(let response):
+                logger.debug("courier request finished", metadata: ["courier-status": "\(response.statusCode)"])
+            case .failure(let error):
+                logger.debug("courier request failed", metadata: ["courier-error": "\(error.code)"])
+            }
             flightFinished(flight, result: result)
         })
     }
 
     private func forEachSubscriber(of flight: FlightID, _ body: (NetworkOperation) -> Void) {
-        let subscribers = state.withLock { state in
+        let subscribers = state.withLockedValue { state in
             state.machine.subscribers(of: flight).compactMap { state.operations[$0] }
         }
         for operation in subscribers { body(operation) }
     }
 
     private func publish(_ event: QueueEvent) {
-        state.withLock { state in
+        state.withLockedValue { state in
             for stream in state.eventStreams.values { stream.yield(event) }
         }
     }

@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The one queue every engine shares, so the whole program keeps one concurrency limit.
 ///
@@ -32,7 +32,7 @@ public final class NetworkQueue: Sendable {
         var activityHandler: (@Sendable (Int) -> Void)?
     }
 
-    let state: Mutex<State>
+    let state: NIOLockedValueBox<State>
     /// Serial, so activity callbacks arrive in the order the counts changed.
     let notificationQueue = DispatchQueue(label: "courier.queue.notifications")
 
@@ -41,18 +41,18 @@ public final class NetworkQueue: Sendable {
     ///   - maximumConcurrentOperations: How many requests may run at once; 6 by default.
     ///   - isSuspended: Whether the queue starts suspended (accepting but not starting work until ``go()``).
     public init(maximumConcurrentOperations: Int = 6, isSuspended: Bool = false) {
-        state = Mutex(State(machine: QueueStateMachine(maximumConcurrent: maximumConcurrentOperations, isSuspended: isSuspended)))
+        state = NIOLockedValueBox(State(machine: QueueStateMachine(maximumConcurrent: maximumConcurrentOperations, isSuspended: isSuspended)))
     }
 
     /// How many requests may run at once. Lowering it never cancels running work; raising it
     /// starts waiting work at once. Coalesced operations count once.
     public var maximumConcurrentOperations: Int {
-        get { state.withLock { $0.machine.maximumConcurrent } }
+        get { state.withLockedValue { $0.machine.maximumConcurrent } }
         set { apply { $0.setMaximumConcurrent(newValue) } }
     }
 
     /// Whether the queue holds back waiting work.
-    public var isSuspended: Bool { state.withLock { $0.machine.isSuspended } }
+    public var isSuspended: Bool { state.withLockedValue { $0.machine.isSuspended } }
 
     /// Stops starting waiting operations; running ones go on. New operations are accepted.
     public func suspend() { apply { $0.suspend() } }
@@ -61,27 +61,27 @@ public final class NetworkQueue: Sendable {
     public func go() { apply { $0.resume() } }
 
     /// Operations in the queue: waiting for dependencies, waiting for a slot, or running.
-    public var operationCount: Int { state.withLock { $0.machine.operationCount } }
+    public var operationCount: Int { state.withLockedValue { $0.machine.operationCount } }
 
     /// The operations in the queue, in no particular order.
-    public var operations: [NetworkOperation] { state.withLock { Array($0.operations.values) } }
+    public var operations: [NetworkOperation] { state.withLockedValue { Array($0.operations.values) } }
 
     /// Called with the operation count whenever it changes (the network activity indicator), in order,
     /// on a private serial queue.
     public var activityHandler: (@Sendable (Int) -> Void)? {
-        get { state.withLock { $0.activityHandler } }
-        set { state.withLock { $0.activityHandler = newValue } }
+        get { state.withLockedValue { $0.activityHandler } }
+        set { state.withLockedValue { $0.activityHandler = newValue } }
     }
 
     /// The operation count: the current value first, then every change, in order.
     public var activity: AsyncStream<Int> {
         let (stream, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(64))
-        state.withLock { state in
+        state.withLockedValue { state in
             continuation.yield(state.machine.operationCount)
             let key = state.nextStreamKey
             state.activityStreams[key] = continuation
             state.nextStreamKey += 1
-            continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.activityStreams.removeValue(forKey: key) } }
+            continuation.onTermination = { [weak self] _ in _ = self?.state.withLockedValue { $0.activityStreams.removeValue(forKey: key) } }
         }
         return stream
     }
@@ -90,11 +90,11 @@ public final class NetworkQueue: Sendable {
     /// calls), from the moment of access on.
     public var events: AsyncStream<QueueEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: QueueEvent.self, bufferingPolicy: .bufferingNewest(1024))
-        state.withLock { state in
+        state.withLockedValue { state in
             let key = state.nextStreamKey
             state.eventStreams[key] = continuation
             state.nextStreamKey += 1
-            continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.eventStreams.removeValue(forKey: key) } }
+            continuation.onTermination = { [weak self] _ in _ = self?.state.withLockedValue { $0.eventStreams.removeValue(forKey: key) } }
         }
         return stream
     }

@@ -4,7 +4,7 @@ public import NIOPosix
 import NIOHTTP1
 import Foundation
 import HTTPTypes
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The production transport: swift-server/async-http-client.
 ///
@@ -21,7 +21,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     private let eventLoopGroup: any EventLoopGroup
     private let maximumConnectionsPerHost: Int
-    private let clients = Mutex<[TransportOptions: HTTPClient]>([:])
+    private let clients = NIOLockedValueBox<[TransportOptions: HTTPClient]>([:])
 
     /// Creates a transport.
     /// - Parameters:
@@ -38,7 +38,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// Shuts down every client this transport created. Requests in flight fail.
     public func shutdown() async throws {
-        let all = clients.withLock { clients in
+        let all = clients.withLockedValue { clients in
             defer { clients.removeAll() }
             return Array(clients.values)
         }
@@ -80,7 +80,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     }
 
     private func client(for options: TransportOptions) -> HTTPClient {
-        clients.withLock { clients in
+        clients.withLockedValue { clients in
             if let client = clients[options] { return client }
             var configuration = HTTPClient.Configuration()
             configuration.redirectConfiguration = .disallow

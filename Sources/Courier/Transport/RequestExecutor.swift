@@ -32,7 +32,7 @@ struct RequestExecutor: Sendable {
                         url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain))
                 case .follow(let next):
                     request.logger.debug("courier following redirect", metadata: [
-                        "courier-status": "\(response.status.code)", "courier-url": "\(next.url.absoluteString)",
+                        "courier-status": "\(response.status.code)", "courier-url": "\(next.url.redactedForLogs)",
                     ])
                     try await discardBody(of: response)
                 case .fail(let error):

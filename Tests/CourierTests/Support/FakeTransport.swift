@@ -1,6 +1,6 @@
 import Foundation
 import NIOCore
-import Synchronization
+import NIOConcurrencyHelpers
 @testable import Courier
 
 /// Tier 2's transport: answers with a closure, records every request, counts concurrency.
@@ -8,21 +8,21 @@ final class FakeTransport: HTTPTransport {
     typealias Handler = @Sendable (TransportRequest) async throws -> TransportResponse
 
     private let handler: Handler
-    private let log = Mutex<[TransportRequest]>([])
-    private let concurrency = Mutex<(now: Int, max: Int)>((0, 0))
+    private let log = NIOLockedValueBox<[TransportRequest]>([])
+    private let concurrency = NIOLockedValueBox<(now: Int, max: Int)>((0, 0))
 
     init(_ handler: @escaping Handler = { _ in FakeTransport.reply() }) {
         self.handler = handler
     }
 
-    var requests: [TransportRequest] { log.withLock { $0 } }
-    var requestCount: Int { log.withLock { $0.count } }
-    var maxConcurrent: Int { concurrency.withLock { $0.max } }
+    var requests: [TransportRequest] { log.withLockedValue { $0 } }
+    var requestCount: Int { log.withLockedValue { $0.count } }
+    var maxConcurrent: Int { concurrency.withLockedValue { $0.max } }
 
     func execute(_ request: TransportRequest) async throws -> TransportResponse {
-        log.withLock { $0.append(request) }
-        concurrency.withLock { $0.now += 1; $0.max = max($0.max, $0.now) }
-        defer { concurrency.withLock { $0.now -= 1 } }
+        log.withLockedValue { $0.append(request) }
+        concurrency.withLockedValue { $0.now += 1; $0.max = max($0.max, $0.now) }
+        defer { concurrency.withLockedValue { $0.now -= 1 } }
         return try await handler(request)
     }
 
@@ -68,17 +68,17 @@ final class FakeTransport: HTTPTransport {
 
 /// Counts calls from any thread.
 final class Counter: Sendable {
-    private let value = Mutex<[String: Int]>([:])
-    func hit(_ key: String = "") { value.withLock { $0[key, default: 0] += 1 } }
-    func count(_ key: String = "") -> Int { value.withLock { $0[key, default: 0] } }
-    var all: [String: Int] { value.withLock { $0 } }
+    private let value = NIOLockedValueBox<[String: Int]>([:])
+    func hit(_ key: String = "") { value.withLockedValue { $0[key, default: 0] += 1 } }
+    func count(_ key: String = "") -> Int { value.withLockedValue { $0[key, default: 0] } }
+    var all: [String: Int] { value.withLockedValue { $0 } }
 }
 
 /// Records values in arrival order from any thread.
 final class Recorder<Value: Sendable>: Sendable {
-    private let values = Mutex<[Value]>([])
-    func append(_ value: Value) { values.withLock { $0.append(value) } }
-    var all: [Value] { values.withLock { $0 } }
+    private let values = NIOLockedValueBox<[Value]>([])
+    func append(_ value: Value) { values.withLockedValue { $0.append(value) } }
+    var all: [Value] { values.withLockedValue { $0 } }
 }
 
 /// Waits until every block already dispatched on `queue` has run.
