@@ -5,6 +5,16 @@ import Testing
 /// Tier 2: the shared queue's limits, priorities, coalescing and cancellation over a fake transport.
 @Suite("NetworkQueue over a fake transport")
 struct NetworkQueueTests {
+    /// A transport that answers at once and records the last path component of each request, in order.
+    static func recordingTransport() -> (FakeTransport, Recorder<String>) {
+        let started = Recorder<String>()
+        let transport = FakeTransport { request in
+            started.append(request.url.lastPathComponent)
+            return FakeTransport.reply()
+        }
+        return (transport, started)
+    }
+
     @Test func coalescesIdenticalGETsAcrossEnginesAndCallsEveryHandlerOnce() async throws {
         let transport = FakeTransport { _ in
             try await Task.sleep(for: .milliseconds(100))
@@ -94,11 +104,7 @@ struct NetworkQueueTests {
     }
 
     @Test func suspendedQueueStartsHighPriorityWorkFirst() async throws {
-        let started = Recorder<String>()
-        let transport = FakeTransport { request in
-            started.append(request.url.lastPathComponent)
-            return FakeTransport.reply()
-        }
+        let (transport, started) = Self.recordingTransport()
         let queue = NetworkQueue(maximumConcurrentOperations: 2, isSuspended: true)
         let engine = NetworkEngine.fake(transport, queue: queue)
         let low = (0..<10).map { engine.operation(path: "low\($0)") }
@@ -114,11 +120,7 @@ struct NetworkQueueTests {
     }
 
     @Test func oneAtATimeTheOrderIsExactlyPriorityThenFIFO() async throws {
-        let started = Recorder<String>()
-        let transport = FakeTransport { request in
-            started.append(request.url.lastPathComponent)
-            return FakeTransport.reply()
-        }
+        let (transport, started) = Self.recordingTransport()
         let queue = NetworkQueue(maximumConcurrentOperations: 1, isSuspended: true)
         let engine = NetworkEngine.fake(transport, queue: queue)
         let ops = ["low0", "high0", "low1", "high1", "normal0", "high2"].map { engine.operation(path: $0) }
@@ -133,11 +135,7 @@ struct NetworkQueueTests {
     }
 
     @Test func priorityCanChangeWhileWaiting() async throws {
-        let started = Recorder<String>()
-        let transport = FakeTransport { request in
-            started.append(request.url.lastPathComponent)
-            return FakeTransport.reply()
-        }
+        let (transport, started) = Self.recordingTransport()
         let queue = NetworkQueue(maximumConcurrentOperations: 1, isSuspended: true)
         let engine = NetworkEngine.fake(transport, queue: queue)
         let ops = (0..<3).map { engine.operation(path: "op\($0)") }

@@ -74,24 +74,25 @@ extension NetworkOperation {
     }
 
     func queueDidSendBody(_ progress: TransferProgress) {
-        storage.withLockedValue { storage in
-            guard storage.machine.acceptsProgress else { return }
-            let handlers = storage.handlers.uploadProgress
-            if !handlers.isEmpty {
-                context.configuration.callbackQueue.async { for handler in handlers { handler(progress) } }
-            }
-            for stream in storage.streams.values { stream.yield(.uploadProgress(progress)) }
-        }
+        deliver(progress, to: \.uploadProgress, as: Event.uploadProgress)
     }
 
     func queueDidReceiveBody(_ progress: TransferProgress) {
+        deliver(progress, to: \.downloadProgress, as: Event.downloadProgress)
+    }
+
+    private func deliver(
+        _ progress: TransferProgress,
+        to handlers: KeyPath<Handlers, [@Sendable (TransferProgress) -> Void]>,
+        as event: (TransferProgress) -> Event
+    ) {
         storage.withLockedValue { storage in
             guard storage.machine.acceptsProgress else { return }
-            let handlers = storage.handlers.downloadProgress
+            let handlers = storage.handlers[keyPath: handlers]
             if !handlers.isEmpty {
                 context.configuration.callbackQueue.async { for handler in handlers { handler(progress) } }
             }
-            for stream in storage.streams.values { stream.yield(.downloadProgress(progress)) }
+            for stream in storage.streams.values { stream.yield(event(progress)) }
         }
     }
 

@@ -47,6 +47,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
     }
 
+    /// Sends one request with async-http-client; failures are classified as ``NetworkError``.
+    /// - Parameter request: The request.
+    /// - Returns: The response head and its body, still to be read.
+    /// - Throws: ``NetworkError``.
     public func execute(_ request: TransportRequest) async throws -> TransportResponse {
         let url = request.url.absoluteString
         var clientRequest = HTTPClientRequest(url: url)
