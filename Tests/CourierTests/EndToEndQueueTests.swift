@@ -81,10 +81,10 @@ struct EndToEndQueueTests {
         try await withServer { server, engine in
             let op = engine.operation(path: "/stall")
             engine.enqueue(op)
-            #expect(await server.waitForRequests(count: 1, timeout: .seconds(5)))
+            #expect(await server.waitForRequests(count: 1, timeout: .seconds(20)))
             op.cancel()
             #expect(await failure(of: op)?.code == .cancelled)
-            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(5)))
+            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(20)))
             #expect(await eventually { engine.queue.operationCount == 0 })
         }
     }
@@ -93,11 +93,11 @@ struct EndToEndQueueTests {
         try await withServer { server, engine in
             let ops = (0..<5).map { _ in engine.operation(path: "/stall") }
             for op in ops { engine.enqueue(op) }
-            #expect(await server.waitForRequests(count: 1, timeout: .seconds(5)))
+            #expect(await server.waitForRequests(count: 1, timeout: .seconds(20)))
             for op in ops.dropLast() { op.cancel() }
             #expect(server.abortedRequestCount == 0)
             ops.last?.cancel()
-            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(5)))
+            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(20)))
             #expect(server.requestCount(path: "/stall") == 1)
         }
     }

@@ -455,7 +455,7 @@ struct TestServerTests {
         try await withTestServer { server in
             let result = try await curl(server.url("/stall"), ["--max-time", "0.3"])
             #expect(result.exitCode == 28)  // CURLE_OPERATION_TIMEDOUT
-            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(2)))
+            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(20)))
             #expect(server.abortedRequestCount == 1)
             #expect(server.inFlight == 0)
             #expect(server.maxInFlight == 1)
@@ -471,7 +471,7 @@ struct TestServerTests {
             #expect(result.status == 200)
             #expect(result.header("Content-Length") == "1000")
             #expect(result.body == pattern(100))
-            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(2)))
+            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(20)))
             #expect(server.inFlight == 0)
         }
     }
@@ -483,7 +483,7 @@ struct TestServerTests {
             #expect(result.exitCode == 28)
             #expect(result.header("Content-Length") == "100000000")
             #expect(result.body == pattern(result.body.count))
-            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(2)))
+            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(20)))
             #expect(server.inFlight == 0)
         }
     }
@@ -505,7 +505,7 @@ struct TestServerTests {
         try await withTestServer { server in
             #expect(await server.waitForRequests(count: 1, timeout: .milliseconds(50)) == false)
 
-            async let reached = server.waitForRequests(count: 2, timeout: .seconds(3))
+            async let reached = server.waitForRequests(count: 2, timeout: .seconds(20))
             _ = try await curl(server.url("/get"))
             _ = try await curl(server.url("/headers"))
             #expect(await reached)
@@ -564,7 +564,7 @@ struct TestServerTests {
         let server = try await TestServer.start()
         let url = server.url("/stall")
         async let stalled = curl(url, ["--max-time", "5"])
-        #expect(await server.waitForRequests(count: 1, timeout: .seconds(2)))
+        #expect(await server.waitForRequests(count: 1, timeout: .seconds(20)))
         try await server.shutdown()
         let result = try await stalled
         #expect(result.exitCode == 52)  // CURLE_GOT_NOTHING: closed without a response

@@ -87,7 +87,7 @@ func drain(_ queue: DispatchQueue) async {
 }
 
 /// Polls a condition without a fixed sleep: yields until it holds or the time runs out.
-func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
+func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         if ContinuousClock.now > deadline { return false }
