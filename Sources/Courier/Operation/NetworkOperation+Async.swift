@@ -22,7 +22,8 @@ extension NetworkOperation {
     public func response() async throws(NetworkError) -> NetworkResponse {
         if state == .ready { submit() }
         let result = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            // `whenFinished` calls its observer exactly once, so the continuation is resumed exactly once.
+            await withUnsafeContinuation { continuation in
                 whenFinished { continuation.resume(returning: $0) }
             }
         } onCancel: {

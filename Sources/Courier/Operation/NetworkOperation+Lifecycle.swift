@@ -40,8 +40,17 @@ extension NetworkOperation {
         }
     }
 
-    /// The request as it goes on the wire. Only called once the operation is enqueued (URL valid).
+    /// The request as it goes on the wire, built on first use (once enqueued, headers no longer change).
     func preparedRequest() -> PreparedRequest {
+        storage.withLockedValue { storage in
+            if let prepared = storage.prepared { return prepared }
+            let prepared = makePreparedRequest(headers: storage.headers)
+            storage.prepared = prepared
+            return prepared
+        }
+    }
+
+    private func makePreparedRequest(headers: HTTPFields) -> PreparedRequest {
         let configuration = context.configuration
         return PreparedRequest(
             method: method,

@@ -102,19 +102,24 @@ extension NetworkOperation {
     /// lower-casing scheme and host, dropping a default port and the fragment, and using `/` for an
     /// empty path; the query is kept as sent (Courier's own encoders sort parameters).
     static func makeUniqueIdentifier(method: HTTPRequest.Method, url: String, body: Data?) -> String {
-        let bodyDigest = SHA256.hexDigest(body ?? Data())
+        let bodyDigest = body.map { $0.isEmpty ? emptyBodyDigest : SHA256.hexDigest($0) } ?? emptyBodyDigest
         return SHA256.hexDigest(Data("\(method.rawValue) \(normalizedURL(url))\n\(bodyDigest)".utf8))
     }
 
+    private static let emptyBodyDigest = SHA256.hexDigest(Data())
+
+    /// Normalises `scheme://authority/path?query#fragment` as text (no URL parsing on the hot path).
     static func normalizedURL(_ string: String) -> String {
-        guard var components = URLComponents(string: string) else { return string }
-        components.scheme = components.scheme?.lowercased()
-        if let host = components.percentEncodedHost { components.percentEncodedHost = host.lowercased() }
-        if (components.scheme == "http" && components.port == 80) || (components.scheme == "https" && components.port == 443) {
-            components.port = nil
-        }
-        components.fragment = nil
-        if components.percentEncodedPath.isEmpty { components.percentEncodedPath = "/" }
-        return components.string ?? string
+        guard let schemeEnd = string.range(of: "://") else { return string }
+        let scheme = string[..<schemeEnd.lowerBound].lowercased()
+        let rest = string[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        var authority = rest[..<authorityEnd].lowercased()
+        if scheme == "http", authority.hasSuffix(":80") { authority.removeLast(3) }
+        if scheme == "https", authority.hasSuffix(":443") { authority.removeLast(4) }
+        var tail = rest[authorityEnd...]
+        if let hash = tail.firstIndex(of: "#") { tail = tail[..<hash] }
+        let path = tail.first == "/" ? String(tail) : "/" + tail
+        return scheme + "://" + authority + path
     }
 }

@@ -54,6 +54,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var observers: [@Sendable (Result<NetworkResponse, NetworkError>) -> Void] = []
         var streams: [Int: AsyncStream<Event>.Continuation] = [:]
         var nextStreamKey = 0
+        /// The request as sent, built once when the operation is enqueued.
+        var prepared: PreparedRequest?
     }
 
     let id = OperationID.next()

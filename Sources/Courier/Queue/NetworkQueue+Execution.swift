@@ -13,6 +13,8 @@ extension NetworkQueue {
         var cancelled: [NetworkOperation] = []
         var deliver: [NetworkOperation] = []
         var becameEmpty = false
+        /// Whether anyone reads ``NetworkQueue/events``; when nobody does, no event is built.
+        var isObserved = false
     }
 
     func enqueue(_ operation: NetworkOperation, dependencies: Set<OperationID>) {
@@ -53,6 +55,7 @@ extension NetworkQueue {
 
     private func makeEffects(of action: QueueStateMachine.Action, in state: inout State) -> Effects {
         var effects = Effects()
+        effects.isObserved = !state.eventStreams.isEmpty
         for start in action.start {
             let handle = FlightHandle(id: start.flight)
             state.flights[start.flight] = handle
@@ -73,11 +76,12 @@ extension NetworkQueue {
     private func perform(_ effects: Effects, result: Result<NetworkResponse, NetworkError>?) {
         for operation in effects.cancelled {
             operation.queueDidCancel()
-            publish(.failed(operation, operation.error ?? .cancelled(url: operation.urlString)))
+            if effects.isObserved { publish(.failed(operation, operation.error ?? .cancelled(url: operation.urlString))) }
         }
         if let result {
             for operation in effects.deliver {
                 operation.queueDidFinish(result)
+                if !effects.isObserved { continue }
                 if let response = operation.response {
                     publish(.finished(operation, response))
                 } else if let error = operation.error {
@@ -88,7 +92,7 @@ extension NetworkQueue {
         for handle in effects.cancelFlights { handle.cancel() }
         for operation in effects.joinedRunning {
             operation.queueDidStart()
-            publish(.started(operation))
+            if effects.isObserved { publish(.started(operation)) }
         }
         for (handle, subscribers) in effects.starts {
             guard let representative = subscribers.first else {
@@ -98,11 +102,11 @@ extension NetworkQueue {
             }
             for operation in subscribers {
                 operation.queueDidStart()
-                publish(.started(operation))
+                if effects.isObserved { publish(.started(operation)) }
             }
             start(handle, request: representative.preparedRequest(), executor: representative.context.executor, subscribers: subscribers.count)
         }
-        if effects.becameEmpty { publish(.queueFinished) }
+        if effects.becameEmpty && effects.isObserved { publish(.queueFinished) }
     }
 
     private func start(_ handle: FlightHandle, request: PreparedRequest, executor: RequestExecutor, subscribers: Int) {
@@ -118,7 +122,7 @@ extension NetworkQueue {
             upload: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidSendBody(progress) } },
             download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } }
         )
-        handle.attach(Task { [self] in
+        let work: @Sendable () async -> Void = { [self, logger] in
             let result = await executor.run(request, progress: progress)
             switch result {
             case .success(let response):
@@ -127,7 +131,8 @@ extension NetworkQueue {
                 logger.debug("courier request failed", metadata: ["courier-error": "\(error.code)"])
             }
             flightFinished(flight, result: result)
-        })
+        }
+        handle.attach(Task(operation: work))
     }
 
     private func forEachSubscriber(of flight: FlightID, _ body: (NetworkOperation) -> Void) {

@@ -1,0 +1,33 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+// Courier's benchmarks: a separate package so the library's own build never pays for them.
+// Run: swift run -c release --package-path Benchmarks courier-bench [--quick]
+let package = Package(
+    name: "CourierBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "Courier", path: ".."),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .target(name: "CBenchSupport"),
+        .executableTarget(
+            name: "courier-bench",
+            dependencies: [
+                "CBenchSupport",
+                .product(name: "Courier", package: "Courier"),
+                .product(name: "CourierTestServer", package: "Courier"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        )
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,113 @@
+import CBenchSupport
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Facts about the machine and process, for the report and for measuring.
+enum Machine {
+    struct Description: Codable, Sendable {
+        var cores: Int
+        var memoryBytes: UInt64
+        var operatingSystem: String
+        var swift: String
+    }
+
+    static var description: Description {
+        Description(
+            cores: ProcessInfo.processInfo.activeProcessorCount,
+            memoryBytes: ProcessInfo.processInfo.physicalMemory,
+            operatingSystem: ProcessInfo.processInfo.operatingSystemVersionString,
+            swift: compilerVersion)
+    }
+
+    static var compilerVersion: String {
+        #if compiler(>=6.3)
+        "6.3 or later"
+        #else
+        "before 6.3"
+        #endif
+    }
+
+    /// The commit the benchmarks were built from, if this is a git checkout.
+    static func commit(in directory: URL) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["git", "-C", directory.path, "rev-parse", "--short", "HEAD"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = Pipe()
+        guard (try? process.run()) != nil else { return "unknown" }
+        process.waitUntilExit()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? "unknown" : text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// CPU time (user + system) this process has used, in microseconds.
+    static var cpuMicroseconds: Double {
+        var usage = rusage()
+        getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+        return microseconds(usage)
+    }
+
+    static func microseconds(_ usage: rusage) -> Double {
+        Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1_000_000
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
+    }
+
+    /// Bytes currently allocated by malloc (glibc's `mallinfo2`), the fairest measure of what a data
+    /// structure holds; RSS moves in pages and keeps freed memory.
+    static var allocatedBytes: Int { Int(bench_allocated_bytes()) }
+
+    /// Seconds since an arbitrary point, monotonic.
+    static var now: Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+}
+
+/// A child process run to completion, with its own resource usage (from `wait4`).
+struct ChildRun {
+    var status: Int32
+    var wallSeconds: Double
+    var cpuMicroseconds: Double
+    /// Peak resident set size, in bytes.
+    var maxRSSBytes: Int
+
+    /// Runs `path` with `arguments`, output discarded, and waits for it.
+    static func run(_ path: String, _ arguments: [String]) throws -> ChildRun {
+        var pid: pid_t = 0
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        let started = Machine.now
+        let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        guard spawned == 0 else { throw BenchError("could not start \(path): error \(spawned)") }
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) == -1 && errno == EINTR {}
+        let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return ChildRun(
+            status: exitStatus, wallSeconds: Machine.now - started,
+            cpuMicroseconds: Machine.microseconds(usage), maxRSSBytes: Int(usage.ru_maxrss) * 1024)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Finds an executable on PATH.
+func which(_ name: String) -> String? {
+    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin:/usr/sbin").split(separator: ":") {
+        let path = "\(directory)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    return nil
+}

@@ -1,0 +1,85 @@
+import ArgumentParser
+import CourierTestServer
+import Foundation
+
+@main
+struct CourierBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "courier-bench",
+        abstract: "Courier against raw async-http-client, URLSession and curl, in interleaved rounds.",
+        subcommands: [RunBenchmarks.self, Serve.self, DownloadAHC.self, Idle.self, Profile.self],
+        defaultSubcommand: RunBenchmarks.self)
+}
+
+struct RunBenchmarks: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "run", abstract: "Run the benchmark suite (the default).")
+
+    @Flag(help: "Small counts and one round: checks that every scenario works (for CI).")
+    var quick = false
+
+    @Option(help: "Rounds per scenario (default 5, or 1 with --quick).")
+    var rounds: Int?
+
+    @Option(help: "Where to write the JSON report (default: results/latest.json next to Package.swift; for --quick a temp file).")
+    var output: String?
+
+    func run() async throws {
+        try await Suite(quick: quick, rounds: rounds ?? (quick ? 1 : 5), output: output).run()
+    }
+}
+
+/// Hidden: runs CourierTestServer and prints its port; the benchmark's server process.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "serve", shouldDisplay: false)
+
+    func run() async throws {
+        try await Self.serve()
+    }
+
+    nonisolated static func serve() async throws {
+        let server = try await TestServer.start()
+        FileHandle.standardOutput.write(Data("PORT \(server.port)\n".utf8))
+        while true { try await Task.sleep(for: .seconds(3600)) }
+    }
+}
+
+/// Hidden: the child process of the raw async-http-client download contender.
+struct DownloadAHC: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "download-ahc", shouldDisplay: false)
+    @Argument var url: String
+    @Argument var path: String
+
+    func run() async throws {
+        try await LargeDownload.downloadWithAHC(url: url, to: path)
+    }
+}
+
+/// Hidden: does nothing, so its peak RSS is the floor that download children are measured against.
+struct Idle: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "idle", shouldDisplay: false)
+    func run() async throws {
+        _ = BenchClients.ahc
+    }
+}
+
+/// Hidden: one small-GET contender alone, for profilers (`valgrind --tool=callgrind courier-bench profile courier`).
+struct Profile: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "profile", shouldDisplay: false)
+    @Argument(help: "ahc, callers (Courier, 6 callers) or courier (Courier, all enqueued)") var contender: String
+    @Option var requests = 2_000
+    @Option var url: String
+
+    func run() async throws {
+        try await Self.profile(contender: contender, requests: requests, url: url)
+    }
+
+    nonisolated static func profile(contender: String, requests: Int, url: String) async throws {
+        let urls = (0..<requests).map { "\(url)?n=\($0)" }
+        let figures = switch contender {
+        case "ahc": try await SmallGets.rawAHC(urls, inFlight: 6)
+        case "callers": try await SmallGets.courierCallers(urls, inFlight: 6)
+        default: try await SmallGets.courier(urls, inFlight: 6)
+        }
+        print(figures)
+    }
+}

@@ -1,0 +1,138 @@
+import AsyncHTTPClient
+import Courier
+import Foundation
+import NIOCore
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Scenario 1: many small GETs, a fixed number in flight.
+enum SmallGets {
+    static func scenario(server: ServerProcess, requests: Int, inFlight: Int) -> Scenario {
+        let urls = (0..<requests).map { "\(server.baseURL)\(server.smallPath)?n=\($0)" }
+        let curl = which("curl")
+        return Scenario(
+            name: "Small GETs",
+            details: "\(requests) GETs of a 1 KiB body, \(inFlight) in flight, from \(server.name); every URL distinct (no coalescing)",
+            metrics: [
+                Metric(name: "requests/s", unit: "requests per second", higherIsBetter: true),
+                Metric(name: "CPU us/request", unit: "client CPU microseconds (user+system) per request", higherIsBetter: false),
+            ],
+            baseline: "async-http-client (raw)",
+            contenders: [
+                Contender("async-http-client (raw)") { try await rawAHC(urls, inFlight: inFlight) },
+                Contender("Courier (6 callers)") { try await courierCallers(urls, inFlight: inFlight) },
+                Contender("Courier (all enqueued)") { try await courier(urls, inFlight: inFlight) },
+                Contender("URLSession (Foundation)") { try await urlSession(urls, inFlight: inFlight) },
+                Contender("curl --parallel", unavailable: curl == nil ? "curl is not installed" : nil) {
+                    try curlParallel(curl ?? "curl", urls, inFlight: inFlight)
+                },
+            ])
+    }
+
+    /// Measures a run of the in-process work: wall time and this process's CPU time.
+    static func measure(_ count: Int, _ work: () async throws -> Void) async rethrows -> Figures {
+        let cpu = Machine.cpuMicroseconds
+        let started = Machine.now
+        try await work()
+        let seconds = Machine.now - started
+        return ["requests/s": Double(count) / seconds, "CPU us/request": (Machine.cpuMicroseconds - cpu) / Double(count)]
+    }
+
+    /// The baseline: async-http-client configured as Courier configures it, `inFlight` workers.
+    static func rawAHC(_ urls: [String], inFlight: Int) async throws -> Figures {
+        try await measure(urls.count) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<inFlight {
+                    group.addTask {
+                        for index in stride(from: worker, to: urls.count, by: inFlight) {
+                            let response = try await BenchClients.ahc.execute(HTTPClientRequest(url: urls[index]), deadline: .distantFuture)
+                            let body = try await response.body.collect(upTo: 1 << 20)
+                            guard response.status == .ok, body.readableBytes == 1024 else { throw BenchError("bad answer \(response.status)") }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    /// Courier as an app uses it: every operation enqueued on the shared queue, which keeps `inFlight` running.
+    static func courier(_ urls: [String], inFlight: Int) async throws -> Figures {
+        NetworkQueue.shared.maximumConcurrentOperations = inFlight
+        let engine = NetworkEngine(baseURL: "http://127.0.0.1")
+        return try await measure(urls.count) {
+            let operations = urls.map { engine.operation(url: $0) }
+            for operation in operations { engine.enqueue(operation) }
+            for operation in operations {
+                let response = try await operation.response()
+                guard response.body.count == 1024 else { throw BenchError("bad answer \(response.statusCode)") }
+            }
+        }
+    }
+
+    /// Courier used like the baseline: `inFlight` callers, each awaiting `send` in turn, through the shared queue.
+    static func courierCallers(_ urls: [String], inFlight: Int) async throws -> Figures {
+        NetworkQueue.shared.maximumConcurrentOperations = inFlight
+        let engine = NetworkEngine(baseURL: "http://127.0.0.1")
+        return try await measure(urls.count) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<inFlight {
+                    group.addTask {
+                        for index in stride(from: worker, to: urls.count, by: inFlight) {
+                            let response = try await engine.send(engine.operation(url: urls[index]))
+                            guard response.body.count == 1024 else { throw BenchError("bad answer \(response.statusCode)") }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    static func urlSession(_ urls: [String], inFlight: Int) async throws -> Figures {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = inFlight
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        return try await measure(urls.count) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for worker in 0..<inFlight {
+                    group.addTask {
+                        for index in stride(from: worker, to: urls.count, by: inFlight) {
+                            let data: Data = try await withCheckedThrowingContinuation { continuation in
+                                session.dataTask(with: URL(string: urls[index])!) { data, _, error in
+                                    if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: data ?? Data()) }
+                                }.resume()
+                            }
+                            guard data.count == 1024 else { throw BenchError("bad URLSession answer") }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+    }
+
+    static func curlParallel(_ curl: String, _ urls: [String], inFlight: Int) throws -> Figures {
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-curl-\(getpid()).txt")
+        try urls.map { "url = \"\($0)\"\noutput = \"/dev/null\"\n" }.joined().write(to: config, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: config) }
+        let run = try ChildRun.run(curl, ["--silent", "--fail", "--parallel", "--parallel-max", "\(inFlight)", "--config", config.path])
+        guard run.status == 0 else { throw BenchError("curl exited with \(run.status)") }
+        return ["requests/s": Double(urls.count) / run.wallSeconds, "CPU us/request": run.cpuMicroseconds / Double(urls.count)]
+    }
+}
+
+/// Clients shared by the scenarios, configured as Courier configures its own.
+enum BenchClients {
+    static let ahc: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(60))
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 64
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.decompression = .enabled(limit: .ratio(100))
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+}

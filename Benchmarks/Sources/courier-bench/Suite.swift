@@ -1,0 +1,63 @@
+import CourierTestServer
+import Foundation
+
+/// The whole suite: starts the servers, runs every scenario, prints the tables, writes the JSON.
+struct Suite {
+    var quick: Bool
+    var rounds: Int
+    var output: String?
+
+    struct Report: Codable {
+        var date: String
+        var commit: String
+        var mode: String
+        var rounds: Int
+        var machine: Machine.Description
+        var scenarios: [ScenarioReport]
+    }
+
+    nonisolated func run() async throws {
+        let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        log("courier-bench: \(quick ? "quick" : "full") run, \(rounds) round(s) per scenario")
+        let testServerProcess = try ServerProcess.courierTestServer()
+        let nginx = try ServerProcess.nginx()
+        let inProcess = try await TestServer.start()
+        defer {
+            testServerProcess.stop()
+            nginx?.stop()
+        }
+        let fastServer = nginx ?? testServerProcess
+        if nginx == nil { log("nginx is not installed: small GETs go to CourierTestServer (apt-get install nginx for a faster server)") }
+
+        let scenarios = [
+            SmallGets.scenario(server: fastServer, requests: quick ? 600 : 20_000, inFlight: 6),
+            Coalescing.scenario(server: inProcess, count: quick ? 100 : 1_000),
+            QueueScale.scenario(server: fastServer, count: quick ? 2_000 : 100_000),
+            LargeDownload.scenario(server: testServerProcess, bytes: quick ? 64 << 20 : 1 << 30, courierTestServerURL: testServerProcess.baseURL),
+        ]
+        var reports: [ScenarioReport] = []
+        for scenario in scenarios {
+            log("\(scenario.name)...")
+            let report = try await scenario.run(rounds: rounds) { log($0) }
+            reports.append(report)
+            print(Table.render(report))
+        }
+        try await inProcess.shutdown()
+
+        let report = Report(
+            date: ISO8601DateFormatter().string(from: Date()), commit: Machine.commit(in: packageDirectory),
+            mode: quick ? "quick" : "full", rounds: rounds, machine: Machine.description, scenarios: reports)
+        let destination = output.map { URL(fileURLWithPath: $0) }
+            ?? (quick ? FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-quick.json")
+                : packageDirectory.appendingPathComponent("results/latest.json"))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try FileManager.default.createDirectory(at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try encoder.encode(report).write(to: destination)
+        print("\nJSON report: \(destination.path)")
+    }
+
+    func log(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+}
