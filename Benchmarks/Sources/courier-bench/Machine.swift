@@ -40,7 +40,21 @@ enum Machine {
         guard (try? process.run()) != nil else { return "unknown" }
         process.waitUntilExit()
         let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty ? "unknown" : text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let commit = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !commit.isEmpty else { return "unknown" }
+        return commit + (isDirty(directory) ? " (with uncommitted changes)" : "")
+    }
+
+    private static func isDirty(_ directory: URL) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["git", "-C", directory.path, "status", "--porcelain", "--untracked-files=no"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = Pipe()
+        guard (try? process.run()) != nil else { return false }
+        process.waitUntilExit()
+        return !pipe.fileHandleForReading.readDataToEndOfFile().isEmpty
     }
 
     /// CPU time (user + system) this process has used, in microseconds.
@@ -72,7 +86,9 @@ struct ChildRun {
     var status: Int32
     var wallSeconds: Double
     var cpuMicroseconds: Double
-    /// Peak resident set size, in bytes.
+    /// Peak resident set size, in bytes: the child's own `VmHWM`, sampled from `/proc` while it runs.
+    /// (`wait4`'s `ru_maxrss` is no use here: it keeps the high-water mark of the memory the child
+    /// shared with this process before `exec`.)
     var maxRSSBytes: Int
 
     /// Runs `path` with `arguments`, output discarded, and waits for it.
@@ -88,13 +104,30 @@ struct ChildRun {
         let started = Machine.now
         let spawned = posix_spawn(&pid, path, &actions, nil, argv, environ)
         guard spawned == 0 else { throw BenchError("could not start \(path): error \(spawned)") }
+        // glibc's posix_spawn returns once the child has exec'd, so /proc/PID is the child's own from here on.
         var status: Int32 = 0
         var usage = rusage()
-        while wait4(pid, &status, 0, &usage) == -1 && errno == EINTR {}
+        var peak = 0
+        while true {
+            let reaped = wait4(pid, &status, WNOHANG, &usage)
+            if reaped == pid { break }
+            if reaped == -1 && errno != EINTR { throw BenchError("wait4 failed: \(errno)") }
+            peak = max(peak, highWaterMark(of: pid))
+            usleep(2_000)
+        }
         let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return ChildRun(
             status: exitStatus, wallSeconds: Machine.now - started,
-            cpuMicroseconds: Machine.microseconds(usage), maxRSSBytes: Int(usage.ru_maxrss) * 1024)
+            cpuMicroseconds: Machine.microseconds(usage), maxRSSBytes: peak)
+    }
+
+    /// `VmHWM` (peak resident set) of a running process, in bytes; 0 once it has exited.
+    static func highWaterMark(of pid: pid_t) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return 0 }
+        let kilobytes = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return kilobytes * 1024
     }
 }
 

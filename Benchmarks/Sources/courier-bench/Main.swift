@@ -7,7 +7,7 @@ struct CourierBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "courier-bench",
         abstract: "Courier against raw async-http-client, URLSession and curl, in interleaved rounds.",
-        subcommands: [RunBenchmarks.self, Serve.self, DownloadAHC.self, Idle.self, Profile.self],
+        subcommands: [RunBenchmarks.self, Serve.self, DownloadAHC.self, Profile.self],
         defaultSubcommand: RunBenchmarks.self)
 }
 
@@ -23,8 +23,11 @@ struct RunBenchmarks: AsyncParsableCommand {
     @Option(help: "Where to write the JSON report (default: results/latest.json next to Package.swift; for --quick a temp file).")
     var output: String?
 
+    @Option(help: "Run only the scenarios whose name contains this text (e.g. 'download').")
+    var only: String?
+
     func run() async throws {
-        try await Suite(quick: quick, rounds: rounds ?? (quick ? 1 : 5), output: output).run()
+        try await Suite(quick: quick, rounds: rounds ?? (quick ? 1 : 5), output: output, only: only).run()
     }
 }
 
@@ -51,14 +54,6 @@ struct DownloadAHC: AsyncParsableCommand {
 
     func run() async throws {
         try await LargeDownload.downloadWithAHC(url: url, to: path)
-    }
-}
-
-/// Hidden: does nothing, so its peak RSS is the floor that download children are measured against.
-struct Idle: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "idle", shouldDisplay: false)
-    func run() async throws {
-        _ = BenchClients.ahc
     }
 }
 

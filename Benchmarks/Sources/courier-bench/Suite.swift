@@ -6,6 +6,7 @@ struct Suite {
     var quick: Bool
     var rounds: Int
     var output: String?
+    var only: String?
 
     struct Report: Codable {
         var date: String
@@ -36,7 +37,7 @@ struct Suite {
             LargeDownload.scenario(server: testServerProcess, bytes: quick ? 64 << 20 : 1 << 30, courierTestServerURL: testServerProcess.baseURL),
         ]
         var reports: [ScenarioReport] = []
-        for scenario in scenarios {
+        for scenario in scenarios where only.map({ scenario.name.localizedCaseInsensitiveContains($0) }) ?? true {
             log("\(scenario.name)...")
             let report = try await scenario.run(rounds: rounds) { log($0) }
             reports.append(report)
@@ -48,7 +49,7 @@ struct Suite {
             date: ISO8601DateFormatter().string(from: Date()), commit: Machine.commit(in: packageDirectory),
             mode: quick ? "quick" : "full", rounds: rounds, machine: Machine.description, scenarios: reports)
         let destination = output.map { URL(fileURLWithPath: $0) }
-            ?? (quick ? FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-quick.json")
+            ?? (quick || only != nil ? FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-partial.json")
                 : packageDirectory.appendingPathComponent("results/latest.json"))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
