@@ -96,7 +96,8 @@ extension NetworkQueue {
         }
         for (handle, subscribers) in effects.starts {
             guard let representative = subscribers.first else {
-                // Every subscriber left between the decision and now; the flight ends at once.
+                // Cannot happen: subscribers are resolved under the lock that decided the start. Should it
+                // ever, the flight ends at once so its slot is not lost.
                 handle.attach(Task { [self] in flightFinished(handle.id, result: .failure(.cancelled(url: nil))) })
                 continue
             }
@@ -112,12 +113,14 @@ extension NetworkQueue {
     private func start(_ handle: FlightHandle, request: PreparedRequest, executor: RequestExecutor, subscribers: Int) {
         let flight = handle.id
         var logger = request.logger
-        logger[metadataKey: "courier-flight"] = "\(flight.rawValue)"
-        logger.debug("courier request started", metadata: [
-            "courier-method": "\(request.method.rawValue)",
-            "courier-url": "\(request.url.redactedForLogs)",
-            "courier-subscribers": "\(subscribers)",
-        ])
+        if logger.logLevel <= .debug {
+            logger[metadataKey: "courier-flight"] = "\(flight.rawValue)"
+            logger.debug("courier request started", metadata: [
+                "courier-method": "\(request.method.rawValue)",
+                "courier-url": "\(request.url.redactedForLogs)",
+                "courier-subscribers": "\(subscribers)",
+            ])
+        }
         let progress = RequestExecutor.ProgressSink(
             upload: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidSendBody(progress) } },
             download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } }
