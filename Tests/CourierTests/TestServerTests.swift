@@ -428,12 +428,12 @@ struct TestServerTests {
         }
     }
 
-    @Test("maxInFlight reaches 3 with three concurrent /delay/300 requests")
+    @Test("maxInFlight reaches 3 with three concurrent /delay/1500 requests")
     func maxInFlight() async throws {
         try await withTestServer { server in
             // One curl process with three parallel connections, so process start-up skew
             // cannot serialise the requests.
-            let url = server.url("/delay/300")
+            let url = server.url("/delay/1500")
             let start = ContinuousClock.now
             let (code, stdout) = try await run(
                 curlPath,
@@ -443,17 +443,17 @@ struct TestServerTests {
             let elapsed = ContinuousClock.now - start
             #expect(code == 0)
             #expect(stdout == "200 200 200 ")
-            #expect(elapsed >= .milliseconds(300))
+            #expect(elapsed >= .milliseconds(1500))
             #expect(server.maxInFlight == 3)
             #expect(server.inFlight == 0)
-            #expect(server.requestCount(path: "/delay/300") == 3)
+            #expect(server.requestCount(path: "/delay/1500") == 3)
         }
     }
 
     @Test("a client disconnecting during /stall counts as aborted")
     func abortedStall() async throws {
         try await withTestServer { server in
-            let result = try await curl(server.url("/stall"), ["--max-time", "0.3"])
+            let result = try await curl(server.url("/stall"), ["--max-time", "2"])
             #expect(result.exitCode == 28)  // CURLE_OPERATION_TIMEDOUT
             #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(20)))
             #expect(server.abortedRequestCount == 1)
@@ -466,7 +466,7 @@ struct TestServerTests {
     func stallBody() async throws {
         try await withTestServer { server in
             // Generous enough for curl to receive the partial body even on a busy machine.
-            let result = try await curl(server.url("/stall-body"), ["--max-time", "1"])
+            let result = try await curl(server.url("/stall-body"), ["--max-time", "2"])
             #expect(result.exitCode == 28)
             #expect(result.status == 200)
             #expect(result.header("Content-Length") == "1000")
@@ -479,7 +479,7 @@ struct TestServerTests {
     @Test("a client disconnecting during a /bytes stream counts as aborted")
     func abortedStream() async throws {
         try await withTestServer { server in
-            let result = try await curl(server.url("/bytes/100000000?chunkSize=1000&delayMs=10"), ["--max-time", "0.3"])
+            let result = try await curl(server.url("/bytes/100000000?chunkSize=1000&delayMs=10"), ["--max-time", "2"])
             #expect(result.exitCode == 28)
             #expect(result.header("Content-Length") == "100000000")
             #expect(result.body == pattern(result.body.count))

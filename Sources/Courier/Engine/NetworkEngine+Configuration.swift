@@ -33,6 +33,13 @@ extension NetworkEngine {
         public var userAgent: String = DefaultHeaders.userAgent(version: CourierLibrary.version)
         /// The `Accept-Language` sent with every request; built from the user's preferred languages by default.
         public var acceptLanguage: String = DefaultHeaders.acceptLanguage
+        /// The HTTP cache, shared by the engines given it; `nil` (the default) means no caching.
+        public var cache: ResponseCache?
+        /// How operations use ``cache`` unless they set their own; the HTTP rules by default.
+        public var cachePolicy = CachePolicy.useProtocol
+        /// Whether a network failure (or a 500, 502, 503, 504) is answered with the stored response, marked
+        /// as cached and stale (ASIHTTPRequest's fallback). Off by default; `stale-if-error` applies regardless.
+        public var fallsBackToCacheOnError = false
         /// Where the engine logs (debug and trace only). Silent by default.
         public var logger: Logger = .courierSilent
 

@@ -57,6 +57,8 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         public static let tls = Code("tls")
         /// The server's response could not be parsed (malformed HTTP, corrupt compressed body).
         public static let invalidResponse = Code("invalidResponse")
+        /// The cache policy allowed only the cache (``CachePolicy/cacheOnly``) and nothing is stored.
+        public static let notCached = Code("notCached")
         /// Any other transport failure; ``NetworkError/underlying`` holds the cause.
         public static let transport = Code("transport")
 

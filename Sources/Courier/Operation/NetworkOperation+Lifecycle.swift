@@ -27,6 +27,8 @@ extension NetworkOperation {
             notify(observers)
         case .submit:
             let pending = dependencies.filter { !$0.isFinished }
+            // A fresh cached answer never enters the queue.
+            if consultCache(hasPendingDependencies: !pending.isEmpty) { return }
             let queue = context.queue
             queue.enqueue(self, dependencies: Set(pending.map(\.id)))
             // Observed only after enqueueing, so a dependency finishing meanwhile is never missed.
@@ -107,6 +109,11 @@ extension NetworkOperation {
 
     /// The flight ended; `result` is the raw outcome, which this operation validates by its own rules.
     func queueDidFinish(_ result: Result<NetworkResponse, NetworkError>) {
+        finish(applyCache(to: result).flatMap(validate))
+    }
+
+    /// An answer from the cache, for an operation that never entered the queue.
+    func finishFromCache(_ result: Result<NetworkResponse, NetworkError>) {
         finish(result.flatMap(validate))
     }
 
@@ -129,7 +136,7 @@ extension NetworkOperation {
         if let outcome { observer(outcome) }
     }
 
-    private func finish(_ result: Result<NetworkResponse, NetworkError>) {
+    func finish(_ result: Result<NetworkResponse, NetworkError>) {
         let observers = storage.withLockedValue { storage in
             storage.machine.finish(result) ? publishOutcome(&storage) : []
         }
@@ -185,7 +192,7 @@ extension NetworkOperation {
     }
 
     /// Applies the engine's acceptable status codes and content types.
-    private func validate(_ response: NetworkResponse) -> Result<NetworkResponse, NetworkError> {
+    func validate(_ response: NetworkResponse) -> Result<NetworkResponse, NetworkError> {
         let configuration = context.configuration
         guard configuration.acceptableStatusCodes.contains(response.statusCode) else {
             return .failure(NetworkError(

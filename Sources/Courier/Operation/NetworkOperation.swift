@@ -56,6 +56,12 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var nextStreamKey = 0
         /// The request as sent, built once when the operation is enqueued.
         var prepared: PreparedRequest?
+        /// The operation's own cache policy, if it overrides its engine's.
+        var cachePolicy: CachePolicy?
+        /// The stored response being revalidated (or kept for stale-if-error).
+        var cacheEntry: CachedResponseEntry?
+        /// When the request was made, by the cache's clock.
+        var requestTime: Date?
     }
 
     let id = OperationID.next()

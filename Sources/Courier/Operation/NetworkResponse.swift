@@ -20,6 +20,8 @@ public struct NetworkResponse: Sendable {
     public var redirectChain: [RedirectHop]
     /// Whether this response came from a cache rather than the network.
     public var isCachedResponse: Bool
+    /// Where the response came from, when the engine has a ``ResponseCache``; `nil` otherwise.
+    public var cacheOutcome: CacheOutcome?
 
     /// Creates a response.
     /// - Parameters:
