@@ -18,7 +18,7 @@ struct ResponseCacheTests {
     func engine(
         _ transport: FakeTransport, cache: ResponseCache? = nil, _ configure: (inout NetworkEngine.Configuration) -> Void = { _ in }
     ) -> (NetworkEngine, ResponseCache) {
-        let cache = cache ?? ResponseCache(clock: { [clock] in clock.now })
+        let cache = cache ?? ResponseCache(directory: nil, clock: { [clock] in clock.now })
         let engine = NetworkEngine.fake(transport) {
             $0.cache = cache
             configure(&$0)
@@ -219,7 +219,7 @@ struct ResponseCacheTests {
             FakeTransport.reply(status: 200, headers: [.cacheControl: "max-age=60", .date: HTTPDate.format(clock.now)],
                                 data: Data(count: 10_000))
         }
-        let cache = ResponseCache(memoryCapacity: 35_000, clock: { [clock] in clock.now })
+        let cache = ResponseCache(memoryCapacity: 35_000, directory: nil, clock: { [clock] in clock.now })
         let (engine, _) = engine(transport, cache: cache)
         for n in 0..<5 { _ = try await engine.send(engine.operation(path: "blob/\(n)")) }
         #expect(cache.statistics.entries == 3)
@@ -244,7 +244,7 @@ struct ResponseCacheTests {
 @Suite("ResponseCache end to end")
 struct ResponseCacheEndToEndTests {
     @Test func aFreshHitMakesNoRequestAndAStaleOneIsRevalidatedWith304() async throws {
-        let cache = ResponseCache()
+        let cache = ResponseCache(directory: nil)
         try await withServer(configure: { $0.cache = cache }) { server, engine in
             _ = try await engine.send(engine.operation(path: "/cache/60"))
             let hit = try await engine.send(engine.operation(path: "/cache/60"))

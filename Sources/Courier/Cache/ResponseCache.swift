@@ -7,9 +7,11 @@ import NIOConcurrencyHelpers
 /// let cache = ResponseCache(memoryCapacity: 16 << 20)
 /// let engine = NetworkEngine(host: "api.example.com", configuration: .init { $0.cache = cache })
 /// ```
-/// Responses live in memory, bounded by bytes with least-recently-used eviction. Entries are filed by
-/// normalised URL, with several variants per URL for `Vary`, and partitioned by a digest of the
-/// request's credentials (never the credentials themselves). Safe to use from any thread.
+/// Responses live in memory and, unless `directory` is `nil`, on disk (written through), each tier
+/// bounded by bytes with least-recently-used eviction; the disk tier survives restarts. Entries are
+/// filed by normalised URL, with several variants per URL for `Vary`, and partitioned by a digest of
+/// the request's credentials (never the credentials themselves). Safe to use from any thread, and the
+/// disk tier from several processes.
 public final class ResponseCache: Sendable {
     /// What the cache has done so far.
     public struct Statistics: Sendable, Hashable {
@@ -25,8 +27,12 @@ public final class ResponseCache: Sendable {
         public var stores = 0
         /// Bytes held in memory (bodies and headers).
         public var memoryBytes = 0
-        /// Stored responses, all variants counted.
+        /// Stored responses in memory, all variants counted.
         public var entries = 0
+        /// Bytes of bodies on disk.
+        public var diskBytes = 0
+        /// Stored responses on disk.
+        public var diskEntries = 0
     }
 
     private struct State {
@@ -36,37 +42,78 @@ public final class ResponseCache: Sendable {
     }
 
     private let state: NIOLockedValueBox<State>
+    private let disk: DiskCacheStore?
     /// The cache's notion of now; tests inject a clock.
     let now: @Sendable () -> Date
 
     /// Creates a cache.
     /// - Parameters:
     ///   - memoryCapacity: The most bytes held in memory; 16 MiB by default.
+    ///   - diskCapacity: The most body bytes kept on disk; 256 MiB by default.
+    ///   - directory: Where the disk tier lives (created with owner-only permissions); ``defaultDirectory``
+    ///     by default, `nil` for a memory-only cache.
     ///   - clock: The current time; the system clock by default. Tests pass a controllable one.
-    public init(memoryCapacity: Int = 16 << 20, clock: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        memoryCapacity: Int = 16 << 20,
+        diskCapacity: Int = 256 << 20,
+        directory: URL? = ResponseCache.defaultDirectory,
+        clock: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.state = NIOLockedValueBox(State(lru: MemoryLRU(capacity: memoryCapacity)))
+        self.disk = directory.map { DiskCacheStore(directory: $0, capacity: diskCapacity) }
         self.now = clock
     }
 
+    /// The platform's cache directory for Courier: `$XDG_CACHE_HOME/courier` or `~/.cache/courier`
+    /// on Linux, `Caches/courier` on Apple platforms.
+    public static var defaultDirectory: URL {
+        #if canImport(Darwin)
+        let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            ?? FileManager.default.temporaryDirectory
+        return caches.appendingPathComponent("courier", isDirectory: true)
+        #else
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg, isDirectory: true).appendingPathComponent("courier", isDirectory: true)
+        }
+        let home = environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? FileManager.default.homeDirectoryForCurrentUser
+        return home.appendingPathComponent(".cache/courier", isDirectory: true)
+        #endif
+    }
+
+    /// Closes the disk tier's database; it reopens on next use. Memory is kept.
+    func closeDisk() { disk?.close() }
+
+    /// The disk tier's directory, or `nil` for a memory-only cache.
+    public var directory: URL? { disk?.directory }
+
     /// Counters and sizes.
     public var statistics: Statistics {
-        state.withLockedValue { state in
+        var statistics = state.withLockedValue { state in
             var statistics = state.statistics
             statistics.memoryBytes = state.lru.totalCost
             statistics.entries = state.variants.values.reduce(0) { $0 + $1.count }
             return statistics
         }
+        if let disk {
+            statistics.diskBytes = disk.totalBytes
+            statistics.diskEntries = disk.entryCount
+        }
+        return statistics
     }
 
-    /// Removes every stored response.
+    /// Removes every stored response, in memory and on disk.
     public func removeAll() {
         state.withLockedValue { state in
             _ = state.lru.trim(to: 0)
             state.variants = [:]
         }
+        disk?.removeAll()
     }
 
-    /// Empties the memory tier (for memory pressure). With only a memory tier, that is everything.
+    /// Empties the memory tier (for memory pressure). The disk tier, written through, keeps everything;
+    /// a memory-only cache loses everything.
     public func flushMemory() { trimMemory(to: 0) }
 
     /// Evicts least-recently-used responses until memory holds at most `bytes`.
@@ -82,10 +129,23 @@ public final class ResponseCache: Sendable {
     /// The stored variants for a URL, most recently used first.
     func candidates(for url: URL) -> [CachedResponseEntry] {
         guard let key = CacheURLKey.key(for: url) else { return [] }
-        return state.withLockedValue { state in
-            guard let variants = state.variants[key] else { return [] }
+        let inMemory: [CachedResponseEntry]? = state.withLockedValue { state in
+            guard let variants = state.variants[key] else { return nil }
             state.lru.touch(key)
             return variants
+        }
+        if let inMemory { return inMemory }
+        guard let disk else { return [] }
+        let fromDisk = disk.entries(for: key, now: now())
+        if !fromDisk.isEmpty { remember(fromDisk, under: key) }
+        return fromDisk
+    }
+
+    private func remember(_ variants: [CachedResponseEntry], under key: String) {
+        state.withLockedValue { state in
+            state.variants[key] = variants
+            let cost = variants.reduce(0) { $0 + Self.cost(of: $1) }
+            for evicted in state.lru.insert(key, cost: cost) { state.variants[evicted] = nil }
         }
     }
 
@@ -103,6 +163,7 @@ public final class ResponseCache: Sendable {
             let cost = variants.reduce(0) { $0 + Self.cost(of: $1) }
             for evicted in state.lru.insert(key, cost: cost) { state.variants[evicted] = nil }
         }
+        disk?.store(entry, urlKey: key, now: now())
     }
 
     /// Forgets every variant stored under these keys (see `CacheInvalidation`).
@@ -114,6 +175,7 @@ public final class ResponseCache: Sendable {
                 state.lru.remove(key)
             }
         }
+        disk?.invalidate(keys)
     }
 
     func record(_ outcome: CacheOutcome) {

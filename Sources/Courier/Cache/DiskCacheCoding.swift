@@ -1,0 +1,54 @@
+import Foundation
+import HTTPTypes
+
+/// How entries are written to and read back from the disk index; every reader is lenient and
+/// answers `nil` for anything it cannot understand, so a damaged row is a miss.
+enum DiskCacheCoding {
+    /// Header fields never written to disk: cookies are secrets.
+    static let unwritableHeaders: Set<String> = ["set-cookie", "set-cookie2"]
+    /// Request fields whose values must not reach the disk through a `Vary` selection.
+    static let secretRequestHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+
+    /// Whether `id` is a body file name this store writes: a lowercase UUID.
+    static func isValidID(_ id: String) -> Bool {
+        id.utf8.count == 36 && id.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || $0 == 0x2D }
+    }
+
+    /// Whether an entry may go to disk at all.
+    static func mayWrite(_ entry: CachedResponseEntry) -> Bool {
+        !entry.varySelectedHeaders.keys.contains { secretRequestHeaders.contains($0.lowercased()) }
+    }
+
+    static func writableHeaders(_ headers: HTTPFields) -> HTTPFields {
+        var fields = HTTPFields()
+        for field in headers where !unwritableHeaders.contains(field.name.canonicalName) { fields.append(field) }
+        return fields
+    }
+
+    /// Fields as JSON `[[name, value], ...]`, in order.
+    static func text(of headers: HTTPFields) -> String {
+        let pairs = headers.map { [$0.name.rawName, $0.value] }
+        guard let data = try? JSONSerialization.data(withJSONObject: pairs) else { return "[]" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func headers(from text: String) -> HTTPFields? {
+        guard let pairs = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [[String]] else { return nil }
+        var fields = HTTPFields()
+        for pair in pairs {
+            guard pair.count == 2, let name = HTTPField.Name(pair[0]) else { return nil }
+            fields.append(HTTPField(name: name, value: pair[1]))
+        }
+        return fields
+    }
+
+    /// The Vary selection as canonical JSON (sorted keys).
+    static func varyKey(_ vary: [String: String]) -> String {
+        guard let data = try? JSONSerialization.data(withJSONObject: vary, options: [.sortedKeys]) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func vary(from text: String) -> [String: String]? {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: String]
+    }
+}

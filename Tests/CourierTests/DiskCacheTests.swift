@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+@testable import Courier
+
+/// The disk tier: survival across restarts, permissions, secrets, eviction and damage.
+@Suite("ResponseCache on disk")
+struct DiskCacheTests {
+    let clock = TestClock()
+
+    func temporaryDirectory() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("courier-cache-test-\(UUID().uuidString)")
+    }
+
+    /// Deterministic bodies per path, cacheable for an hour.
+    func origin() -> FakeTransport {
+        FakeTransport { [clock] request in
+            FakeTransport.reply(
+                status: 200,
+                headers: [.cacheControl: "public, max-age=3600", .date: HTTPDate.format(clock.now), .contentType: "text/plain"],
+                body: "body of \(request.url.path) " + String(repeating: "x", count: request.url.path.count * 97 % 5_000))
+        }
+    }
+
+    func cache(_ directory: URL, diskCapacity: Int = 256 << 20) -> ResponseCache {
+        ResponseCache(memoryCapacity: 1 << 20, diskCapacity: diskCapacity, directory: directory, clock: { [clock] in clock.now })
+    }
+
+    @Test func responsesSurviveARestart() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = origin()
+        let engine1 = NetworkEngine.fake(first) { $0.cache = cache(directory) }
+        _ = try await engine1.send(engine1.operation(path: "rates"))
+        let second = origin()
+        let restarted = cache(directory)
+        let engine2 = NetworkEngine.fake(second) { $0.cache = restarted }
+        let response = try await engine2.send(engine2.operation(path: "rates"))
+        #expect(response.cacheOutcome == .hit)
+        #expect(response.string?.hasPrefix("body of /v1/rates") == true)
+        #expect(second.requestCount == 0)
+        #expect(restarted.statistics.diskEntries == 1)
+    }
+
+    @Test func theDirectoryIsOwnerOnlyAndNoSecretReachesTheDisk() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let transport = FakeTransport { [clock] _ in
+            FakeTransport.reply(status: 200, headers: [
+                .cacheControl: "public, max-age=60", .date: HTTPDate.format(clock.now),
+                .setCookie: "session=cookie-secret-123", .vary: "Accept",
+            ], body: "hello")
+        }
+        let engine = NetworkEngine.fake(transport) { $0.cache = cache(directory) }
+        _ = try await engine.send(engine.operation(path: "me")
+            .setHeader("Bearer token-secret-456", forName: "Authorization")
+            .setHeader("theme=cookie-secret-789", forName: "Cookie"))
+        let vary = FakeTransport { [clock] _ in
+            FakeTransport.reply(status: 200, headers: [.cacheControl: "public, max-age=60", .date: HTTPDate.format(clock.now), .vary: "Authorization"], body: "v")
+        }
+        let varyEngine = NetworkEngine.fake(vary) { $0.cache = cache(directory) }
+        _ = try await varyEngine.send(varyEngine.operation(path: "varies").setHeader("Bearer vary-secret-000", forName: "Authorization"))
+
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+        var everything = Data()
+        for case let file as URL in FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)! {
+            if let data = FileManager.default.contents(atPath: file.path) { everything.append(data) }
+        }
+        #expect(!everything.isEmpty)
+        for secret in ["cookie-secret-123", "token-secret-456", "cookie-secret-789", "vary-secret-000"] {
+            #expect(everything.range(of: Data(secret.utf8)) == nil, "\(secret) reached the disk")
+        }
+    }
+
+    @Test func theDiskTierIsBoundedByBytes() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let transport = FakeTransport { [clock] _ in
+            FakeTransport.reply(status: 200, headers: [.cacheControl: "max-age=60", .date: HTTPDate.format(clock.now)], data: Data(count: 10_000))
+        }
+        let bounded = cache(directory, diskCapacity: 25_000)
+        let engine = NetworkEngine.fake(transport) { $0.cache = bounded }
+        for n in 0..<5 {
+            _ = try await engine.send(engine.operation(path: "blob/\(n)"))
+            clock.advance(1)
+        }
+        #expect(bounded.statistics.diskEntries == 2)
+        #expect(bounded.statistics.diskBytes <= 25_000)
+        let bodies = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("bodies").path)
+        #expect(bodies.count == 2, "evicted bodies are deleted")
+    }
+
+    @Test func aDamagedCacheIsAMissNeverACrashAndEveryAnswerIsRight() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let paths = (0..<60).map { "item/\($0)" }
+        let warmCache = cache(directory)
+        let warm = NetworkEngine.fake(origin()) { $0.cache = warmCache }
+        for path in paths { _ = try await warm.send(warm.operation(path: path)) }
+        // The damage happens between runs, as a crash or a full disk would leave it: the database is
+        // closed first. (Truncating a WAL index that a live process has mapped crashes any SQLite user.)
+        warmCache.closeDisk()
+
+        var generator = SystemRandomNumberGenerator()
+        let files = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)!.compactMap { $0 as? URL }
+            .filter { !$0.hasDirectoryPath }
+        for file in files.shuffled(using: &generator).prefix(files.count / 2) {
+            guard var data = FileManager.default.contents(atPath: file.path), !data.isEmpty else { continue }
+            if Bool.random(using: &generator) {
+                data = data.prefix(Int.random(in: 0..<data.count, using: &generator))
+            } else {
+                for _ in 0..<8 {
+                    let index = Int.random(in: 0..<data.count, using: &generator)
+                    data[index] ^= UInt8.random(in: 1...255, using: &generator)
+                }
+            }
+            try data.write(to: file)
+        }
+
+        let network = origin()
+        let engine = NetworkEngine.fake(network) { $0.cache = cache(directory) }
+        for request in 0..<1_000 {
+            let path = paths[request % paths.count]
+            let response = try await engine.send(engine.operation(path: path))
+            let expected = "body of /v1/\(path) " + String(repeating: "x", count: "/v1/\(path)".count * 97 % 5_000)
+            #expect(response.string == expected, "request \(request) for \(path)")
+        }
+        #expect(network.requestCount <= paths.count, "each damaged entry is fetched once, then served from the cache")
+    }
+}
