@@ -16,6 +16,12 @@ struct RequestOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Give up after this many seconds.", valueName: "seconds"))
     var timeout: Double?
 
+    @Flag(help: "Use the HTTP cache on disk; say on stderr whether the answer was a hit, a revalidation or a miss.")
+    var cache = false
+
+    @Option(help: ArgumentHelp("The cache directory (implies --cache; default: the platform cache directory).", valueName: "dir"))
+    var cacheDir: String?
+
     /// The headers as name/value pairs; a malformed one is a usage error.
     func parsedHeaders() throws -> [(String, String)] {
         try headers.map { header in
@@ -31,7 +37,9 @@ struct RequestOptions: ParsableArguments {
         if let timeout, !(timeout > 0 && timeout.isFinite) {
             throw CLIFailure.usage("--timeout must be a positive number of seconds")
         }
+        let responseCache = (cache || cacheDir != nil) ? CacheCommand.openCache(cacheDir) : nil
         let configuration = NetworkEngine.Configuration {
+            $0.cache = responseCache
             $0.acceptableStatusCodes = Set(100..<600)
             if let timeout {
                 $0.timeouts.total = .milliseconds(Int64(timeout * 1000))
@@ -52,6 +60,9 @@ struct RequestOptions: ParsableArguments {
             throw CLIFailure(exitCode: 1, message: error.description)
         }
         ResponsePrinter.print(response, includeHead: include)
+        if let outcome = response.cacheOutcome {
+            FileHandle.standardError.write(Data("courier: cache \(outcome.rawValue)\n".utf8))
+        }
         switch response.statusCode {
         case 400..<500: throw CLIFailure(exitCode: 4, message: "")
         case 500..<600: throw CLIFailure(exitCode: 5, message: "")

@@ -117,6 +117,28 @@ struct CLITests {
         #expect(stderr.split(separator: "\n").count == 1, "\(stderr)")
     }
 
+    @Test func getWithTheCacheHitsTheSecondTimeWithoutARequest() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-cache-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let first = try await courier("get", "--cache", "--cache-dir", directory, server.url("/cache/60"))
+        #expect(first.status == 0)
+        #expect(first.stderr == "courier: cache miss\n")
+        let second = try await courier("get", "--cache", "--cache-dir", directory, server.url("/cache/60"))
+        #expect(second.status == 0)
+        #expect(second.stderr == "courier: cache hit\n")
+        #expect(second.stdout == first.stdout)
+        #expect(server.requestCount(path: "/cache/60") == 1, "the hit made no request")
+
+        let stats = try await courier("cache", "stats", "--cache-dir", directory)
+        #expect(stats.stdout.contains("responses: 1"))
+        #expect(try await courier("cache", "clear", "--cache-dir", directory).status == 0)
+        #expect(try await courier("cache", "stats", "--cache-dir", directory).stdout.contains("responses: 0"))
+        let afterClear = try await courier("get", "--cache-dir", directory, server.url("/cache/60"))
+        #expect(afterClear.stderr == "courier: cache miss\n")
+    }
+
     @Test func demoShowsTheQueueAtWork() async throws {
         let started = ContinuousClock.now
         let demo = try await courier("demo")

@@ -1,0 +1,44 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+/// `courier cache stats|clear`: the on-disk HTTP cache that `get --cache` uses.
+struct CacheCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract: "Inspect or clear the HTTP cache that 'courier get --cache' uses.",
+        subcommands: [Stats.self, Clear.self])
+
+    /// The cache in `directory`, or in the platform's cache directory.
+    static func openCache(_ directory: String?) -> ResponseCache {
+        ResponseCache(directory: directory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? ResponseCache.defaultDirectory)
+    }
+
+    struct Stats: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "stats", abstract: "Print what the cache holds.")
+
+        @Option(help: ArgumentHelp("The cache directory.", valueName: "dir"))
+        var cacheDir: String?
+
+        func run() throws {
+            let cache = CacheCommand.openCache(cacheDir)
+            let statistics = cache.statistics
+            print("directory: \(cache.directory?.path ?? "-")")
+            print("responses: \(statistics.diskEntries)")
+            print("bytes: \(statistics.diskBytes)")
+        }
+    }
+
+    struct Clear: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "clear", abstract: "Remove every stored response.")
+
+        @Option(help: ArgumentHelp("The cache directory.", valueName: "dir"))
+        var cacheDir: String?
+
+        func run() throws {
+            let cache = CacheCommand.openCache(cacheDir)
+            cache.removeAll()
+            print("cleared \(cache.directory?.path ?? "-")")
+        }
+    }
+}
