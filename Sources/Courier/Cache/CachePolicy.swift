@@ -11,6 +11,11 @@ public enum CachePolicy: Sendable, Hashable {
     case reloadIgnoringCache
     /// Always ask the server, conditionally when a stored response has a validator.
     case reloadRevalidating
+    /// MKNetworkKit's "cached now, fresh later": a stored response (fresh or stale) is delivered at
+    /// once, marked `isCachedResponse`, then the network's answer: a fresh response, or the stored one
+    /// confirmed by `304 Not Modified` (``CacheOutcome/revalidated``). Completion handlers hear both;
+    /// ``NetworkOperation/cacheUpdates()`` tells them apart.
+    case cachedThenFresh
 
     var lookupPolicy: CacheLookupPolicy {
         switch self {
@@ -19,8 +24,19 @@ public enum CachePolicy: Sendable, Hashable {
         case .cacheOnly: .cacheOnly
         case .reloadIgnoringCache: .reloadIgnoringCache
         case .reloadRevalidating: .reloadRevalidating
+        case .cachedThenFresh: .returnCacheElseLoad
         }
     }
+}
+
+/// One answer of a ``CachePolicy/cachedThenFresh`` operation, from ``NetworkOperation/cacheUpdates()``.
+public enum CacheUpdate: Sendable {
+    /// The stored response, delivered before the network answers.
+    case cached(NetworkResponse)
+    /// The network's new response.
+    case fresh(NetworkResponse)
+    /// The server confirmed the stored response (`304 Not Modified`); it is delivered again, refreshed.
+    case notModified(NetworkResponse)
 }
 
 /// Where a response came from, when its engine has a cache.

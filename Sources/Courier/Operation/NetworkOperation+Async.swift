@@ -5,6 +5,8 @@ extension NetworkOperation {
         case uploadProgress(TransferProgress)
         /// Response body bytes arrived.
         case downloadProgress(TransferProgress)
+        /// A stored response, delivered before the network's answer (``CachePolicy/cachedThenFresh``).
+        case cached(NetworkResponse)
         /// The operation succeeded; the sequence ends.
         case response(NetworkResponse)
         /// The operation failed or was cancelled; the sequence ends.
@@ -30,6 +32,39 @@ extension NetworkOperation {
             cancel()
         }
         return try result.get()
+    }
+
+    /// The answers of a ``CachePolicy/cachedThenFresh`` operation: `.cached` when something is stored,
+    /// then `.fresh` or `.notModified`; the sequence throws the operation's error instead of a final
+    /// answer. Enqueues the operation if it is not yet enqueued.
+    ///
+    /// ```swift
+    /// for try await update in engine.operation(path: "timeline").cacheUpdates() {
+    ///     switch update {
+    ///     case .cached(let response), .fresh(let response): show(response)
+    ///     case .notModified: break
+    ///     }
+    /// }
+    /// ```
+    /// - Returns: The updates, in order.
+    public func cacheUpdates() -> AsyncThrowingStream<CacheUpdate, any Error> {
+        let events = self.events
+        if state == .ready { submit() }
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                for await event in events {
+                    switch event {
+                    case .cached(let response): continuation.yield(.cached(response))
+                    case .response(let response):
+                        continuation.yield(response.cacheOutcome == .revalidated ? .notModified(response) : .fresh(response))
+                    case .failure(let error): continuation.finish(throwing: error)
+                    case .uploadProgress, .downloadProgress: break
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
     }
 
     /// The operation's progress and outcome as an asynchronous sequence that ends with

@@ -23,6 +23,9 @@ extension NetworkOperation {
         let request = CacheLookup.Request(
             method: method, url: url, headers: headers, credentialPartition: Self.credentialPartition(of: headers))
         let decision = CacheLookup.decide(request, candidates: cache.candidates(for: url), now: now, policy: policy.lookupPolicy)
+        if policy == .cachedThenFresh {
+            return cachedThenFresh(decision, cache: cache)
+        }
         switch decision {
         case .fresh(let entry, let age, let omitBody):
             cache.record(.hit)
@@ -52,6 +55,24 @@ extension NetworkOperation {
                 finishFromCache(.success(response))
             }
             return true
+        }
+    }
+
+    /// "Cached now, fresh later": deliver what is stored, then ask the network (conditionally).
+    private func cachedThenFresh(_ decision: CacheLookupDecision, cache: ResponseCache) -> Bool {
+        switch decision {
+        case .fresh(let entry, let age, let omitBody), .stale(let entry, let age, _, let omitBody):
+            let outcome: CacheOutcome = if case .fresh = decision { .hit } else { .stale }
+            cache.record(outcome)
+            deliverCached(cachedResponse(entry, age: age, omitBody: omitBody, outcome: outcome))
+            storage.withLockedValue { storage in
+                storage.cacheEntry = entry
+                guard storage.headers[.ifNoneMatch] == nil, storage.headers[.ifModifiedSince] == nil else { return }
+                for field in CacheRevalidation.conditionalHeaders(for: entry) { storage.headers.append(field) }
+            }
+            return false
+        case .revalidate, .miss, .unsatisfiable:
+            return false
         }
     }
 

@@ -112,6 +112,19 @@ extension NetworkOperation {
         finish(applyCache(to: result).flatMap(validate))
     }
 
+    /// A stored response delivered ahead of the network's answer: completion handlers hear it and stay
+    /// for the final answer; streams see `.cached`.
+    func deliverCached(_ response: NetworkResponse) {
+        storage.withLockedValue { storage in
+            guard storage.machine.state != .finished else { return }
+            let handlers = storage.handlers.completion
+            if !handlers.isEmpty {
+                context.configuration.callbackQueue.async { for handler in handlers { handler(response) } }
+            }
+            for stream in storage.streams.values { stream.yield(.cached(response)) }
+        }
+    }
+
     /// An answer from the cache, for an operation that never entered the queue.
     func finishFromCache(_ result: Result<NetworkResponse, NetworkError>) {
         finish(result.flatMap(validate))
