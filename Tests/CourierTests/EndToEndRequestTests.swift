@@ -165,3 +165,37 @@ struct EndToEndRequestTests {
         }
     }
 }
+
+/// Tier 3: per-operation knobs (what an HTTP conformance harness needs).
+@Suite("End to end: per-operation knobs")
+struct PerOperationKnobTests {
+    @Test func redirectsAndDecompressionCanBeTurnedOffPerOperation() async throws {
+        try await withServer(configure: { $0.acceptableStatusCodes = Set(200..<400) }) { server, engine in
+            let redirect = engine.operation(path: "/redirect/1")
+            redirect.redirectPolicy = .disabled
+            let response = try await engine.send(redirect)
+            #expect(response.statusCode == 302)
+            #expect(response.headers[.location] == "/redirect/0")
+            #expect(server.requestCount == 1)
+
+            let raw = engine.operation(path: "/gzip")
+            raw.decompression = .disabled
+            #expect(try await engine.send(raw).body.prefix(2) == Data([0x1f, 0x8b]))
+            #expect((try await engine.send(engine.operation(path: "/gzip")).json() as? [String: Any])?["gzipped"] as? Bool == true)
+        }
+    }
+
+    @Test func anyMethodTokenAndRangeGoOutAsGivenAndDuplicateResponseHeadersAreKept() async throws {
+        let reply = "HTTP/1.1 206 Partial Content\r\nContent-Length: 2\r\nX-Dup: one\r\nX-Dup: two\r\nContent-Range: bytes 0-1/10\r\n\r\nab"
+        let server = try await RawResponseServer.start(replyingWith: Array(reply.utf8))
+        let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, queue: NetworkQueue())
+        let method = try #require(HTTPRequest.Method("M-SEARCH"))
+        let op = engine.operation(path: "/x", method: method).setHeader("bytes=0-1", forName: "Range")
+        let response = try await engine.send(op)
+        try await server.shutdown()
+        #expect(server.received.hasPrefix("M-SEARCH /x HTTP/1.1\r\n"))
+        #expect(server.received.contains("\r\nRange: bytes=0-1\r\n") || server.received.contains("\r\nrange: bytes=0-1\r\n"))
+        #expect(response.statusCode == 206 && response.string == "ab")
+        #expect(response.headers[values: HTTPField.Name("X-Dup")!] == ["one", "two"])
+    }
+}

@@ -46,13 +46,14 @@ extension NetworkOperation {
     func preparedRequest() -> PreparedRequest {
         storage.withLockedValue { storage in
             if let prepared = storage.prepared { return prepared }
-            let prepared = makePreparedRequest(headers: storage.headers)
+            let prepared = makePreparedRequest(
+                headers: storage.headers, redirects: storage.redirects, decompression: storage.decompression)
             storage.prepared = prepared
             return prepared
         }
     }
 
-    private func makePreparedRequest(headers: HTTPFields) -> PreparedRequest {
+    private func makePreparedRequest(headers: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?) -> PreparedRequest {
         let configuration = context.configuration
         return PreparedRequest(
             method: method,
@@ -62,8 +63,8 @@ extension NetworkOperation {
             options: TransportOptions(
                 connectTimeout: configuration.timeouts.connect,
                 readTimeout: configuration.timeouts.read,
-                decompression: configuration.decompression),
-            redirects: configuration.redirects,
+                decompression: decompression ?? configuration.decompression),
+            redirects: redirects ?? configuration.redirects,
             maximumBodySize: configuration.maximumResponseBodySize,
             totalTimeout: configuration.timeouts.total,
             logger: configuration.logger)

@@ -62,6 +62,9 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var cacheEntry: CachedResponseEntry?
         /// When the request was made, by the cache's clock.
         var requestTime: Date?
+        /// The operation's own redirect policy and decompression, if they override its engine's.
+        var redirects: RedirectPolicy?
+        var decompression: Decompression?
     }
 
     let id = OperationID.next()
@@ -173,6 +176,20 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     public var allowsCoalescing: Bool {
         get { storage.withLockedValue { $0.allowsCoalescing } }
         set { storage.withLockedValue { if $0.machine.state == .ready { $0.allowsCoalescing = newValue && (method == .get || method == .head) } } }
+    }
+
+    /// How this operation follows redirects: its own policy, or its engine's. Set before enqueueing
+    /// (``RedirectPolicy/disabled`` returns each `3xx` as the response).
+    public var redirectPolicy: RedirectPolicy {
+        get { storage.withLockedValue { $0.redirects } ?? context.configuration.redirects }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.redirects = newValue } } }
+    }
+
+    /// Whether this operation's response is decompressed: its own setting, or its engine's. Set before
+    /// enqueueing.
+    public var decompression: Decompression {
+        get { storage.withLockedValue { $0.decompression } ?? context.configuration.decompression }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.decompression = newValue } } }
     }
 
     // MARK: State
