@@ -67,6 +67,8 @@ enum Router {
             return .reply(basicAuth(user: parts[1], password: parts[2], request))
         case ("rates", 1):
             return .reply(rates(request.queryParameters))
+        case ("respond", _):
+            return .reply(respond(request))
         case ("cache", 2):
             return .reply(cache(argument, request))
         case ("echo", 1):
@@ -172,6 +174,32 @@ enum Router {
         let base = query["base"] ?? "EUR"
         let object: [String: Any] = ["base": base, "rates": ["USD": 1.08, "GBP": 0.85, "JPY": 161.2]]
         return .bytes(Inspector.encode(object), contentType: "application/json")
+    }
+
+    /// `/respond/...`: the status from `X-Respond-Status` (default 200) and the header lines (base64 of
+    /// `Name: value` lines) from `X-Respond-Headers`, so a test controls every response header,
+    /// `Date` included, without changing the URL. A request whose `If-None-Match` names the response's
+    /// `ETag`, or whose `If-Modified-Since` equals its `Last-Modified`, gets a 304 with those headers.
+    private static func respond(_ request: IncomingRequest) -> Reply {
+        let status = request.header("X-Respond-Status").flatMap { Int($0) }.flatMap { (200...599).contains($0) ? $0 : nil } ?? 200
+        var headers: [(name: String, value: String)] = []
+        if let encoded = request.header("X-Respond-Headers"), let data = Data(base64Encoded: encoded) {
+            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            }
+        }
+        func value(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
+        let etagMatches = value("ETag").map { etag in
+            request.header("If-None-Match")?.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces) == etag } ?? false
+        } ?? false
+        let dateMatches = value("Last-Modified").map { request.header("If-Modified-Since") == $0 } ?? false
+        if status == 200 && (etagMatches || (request.header("If-None-Match") == nil && dateMatches)) {
+            return Reply(status: .notModified, headers: headers)
+        }
+        return Reply(
+            status: HTTPResponseStatus(statusCode: status), headers: headers + [("Content-Type", "text/plain")],
+            body: Array("body \(request.ticket.pathCount)".utf8))
     }
 
     private static func cache(_ argument: String?, _ request: IncomingRequest) -> Reply {

@@ -89,7 +89,8 @@ extension NetworkOperation {
             if !CacheInvalidation.isSafe(method) {
                 cache.invalidate(CacheInvalidation.invalidatedKeys(
                     method: method, requestURL: url, status: response.status, responseHeaders: response.headers))
-                return result
+                response.cacheOutcome = .miss
+                return .success(response)
             }
             if response.statusCode == 304, let entry {
                 let merged = CacheRevalidation.merge(stored: entry, notModified: response.headers, requestTime: requestTime, responseTime: now)
