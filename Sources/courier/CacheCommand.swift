@@ -14,14 +14,18 @@ struct CacheCommand: ParsableCommand {
         ResponseCache(directory: directory.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? ResponseCache.defaultDirectory)
     }
 
+    /// `--cache-dir DIR`, shared by the subcommands.
+    struct DirectoryOption: ParsableArguments {
+        @Option(help: ArgumentHelp("The cache directory (default: the platform cache directory).", valueName: "dir"))
+        var cacheDir: String?
+    }
+
     struct Stats: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "stats", abstract: "Print what the cache holds.")
-
-        @Option(help: ArgumentHelp("The cache directory.", valueName: "dir"))
-        var cacheDir: String?
+        @OptionGroup var options: DirectoryOption
 
         func run() throws {
-            let cache = CacheCommand.openCache(cacheDir)
+            let cache = CacheCommand.openCache(options.cacheDir)
             let statistics = cache.statistics
             print("directory: \(cache.directory?.path ?? "-")")
             print("responses: \(statistics.diskEntries)")
@@ -31,12 +35,10 @@ struct CacheCommand: ParsableCommand {
 
     struct Clear: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "clear", abstract: "Remove every stored response.")
-
-        @Option(help: ArgumentHelp("The cache directory.", valueName: "dir"))
-        var cacheDir: String?
+        @OptionGroup var options: DirectoryOption
 
         func run() throws {
-            let cache = CacheCommand.openCache(cacheDir)
+            let cache = CacheCommand.openCache(options.cacheDir)
             cache.removeAll()
             print("cleared \(cache.directory?.path ?? "-")")
         }

@@ -26,6 +26,19 @@ struct MalformedResponseTests {
         #expect(error.map { codes.contains($0.code) } == true, "\(name): \(String(describing: error))")
     }
 
+    @Test func interimResponsesAreNeverTakenAsTheFinalResponse() async throws {
+        let reply = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n"
+            + "HTTP/1.1 100 Continue\r\n\r\n"
+            + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        let server = try await RawResponseServer.start(replyingWith: Array(reply.utf8))
+        let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, queue: NetworkQueue())
+        let response = try await engine.send(engine.operation(path: "/"))
+        try await server.shutdown()
+        #expect(response.statusCode == 200)
+        #expect(response.string == "ok")
+        #expect(response.headers[HTTPField.Name("Link")!] == nil, "the interim response's fields are not the final response's")
+    }
+
     @Test func httpsToAPlainHTTPServerIsATLSError() async throws {
         let server = try await RawResponseServer.start(replyingWith: Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8))
         let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: true, queue: NetworkQueue())

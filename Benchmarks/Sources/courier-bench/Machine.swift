@@ -29,32 +29,25 @@ enum Machine {
         #endif
     }
 
-    /// The commit the benchmarks were built from, if this is a git checkout.
+    /// The commit the benchmarks were built from, if this is a git checkout, noting uncommitted changes.
     static func commit(in directory: URL) -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["git", "-C", directory.path, "rev-parse", "--short", "HEAD"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = Pipe()
-        guard (try? process.run()) != nil else { return "unknown" }
-        process.waitUntilExit()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let commit = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !commit.isEmpty else { return "unknown" }
-        return commit + (isDirty(directory) ? " (with uncommitted changes)" : "")
+        guard let commit = git(["rev-parse", "--short", "HEAD"], in: directory), !commit.isEmpty else { return "unknown" }
+        let isDirty = !(git(["status", "--porcelain", "--untracked-files=no"], in: directory) ?? "").isEmpty
+        return commit + (isDirty ? " (with uncommitted changes)" : "")
     }
 
-    private static func isDirty(_ directory: URL) -> Bool {
+    /// What `git -C directory arguments...` prints, trimmed; `nil` when git cannot run.
+    private static func git(_ arguments: [String], in directory: URL) -> String? {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["git", "-C", directory.path, "status", "--porcelain", "--untracked-files=no"]
+        process.arguments = ["git", "-C", directory.path] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = Pipe()
-        guard (try? process.run()) != nil else { return false }
+        guard (try? process.run()) != nil else { return nil }
         process.waitUntilExit()
-        return !pipe.fileHandleForReading.readDataToEndOfFile().isEmpty
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// CPU time (user + system) this process has used, in microseconds.
