@@ -28,7 +28,7 @@ struct CacheRobustnessTests {
 
     @Test("§5.2 a deterministic stream of random field values never crashes the core")
     func randomValues() {
-        var generator = CacheTestRandom(seed: 0x5EED_CACE)
+        var generator = SplitMix64(seed: 0x5EED_CACE)
         let alphabet = Array("=,; \t\"\\-+0123456789maxgestorevlidcnpubW/*GMTSunNov:.?#[]%é")
         for _ in 0..<300 {
             var pairs: [(String, String)] = []
@@ -63,18 +63,5 @@ struct CacheRobustnessTests {
         _ = CacheRevalidation.selectStoredForNotModified([entry, entry], notModified: responseHeaders)
         _ = CacheInvalidation.invalidatedKeys(method: .post, requestURL: entry.url, status: .ok, responseHeaders: responseHeaders)
         #expect(CacheServedHeaders.headers(for: entry, age: evaluation.age)[values: .age] == [String(evaluation.age)])
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so the random cases are the same on every run.
-private struct CacheTestRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
