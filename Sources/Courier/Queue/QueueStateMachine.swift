@@ -99,9 +99,6 @@ struct QueueStateMachine {
     /// Operations in the queue: blocked on dependencies, waiting or running.
     var operationCount: Int { members.count }
 
-    /// Whether the operation is in the queue.
-    func contains(_ id: OperationID) -> Bool { members[id] != nil }
-
     /// The operations currently sharing a flight (empty once it finished or was abandoned).
     func subscribers(of flight: FlightID) -> [OperationID] { flights[flight]?.subscribers ?? [] }
 
