@@ -90,6 +90,32 @@ struct DiskCacheTests {
         #expect(bodies.count == 2, "evicted bodies are deleted")
     }
 
+    /// Disk hits gather their access times instead of paying a write each; eviction still sees them,
+    /// so the entry read last is kept.
+    @Test func diskHitsAreBatchedYetEvictionFollowsThem() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let transport = FakeTransport { [clock] _ in
+            FakeTransport.reply(status: 200, headers: [.cacheControl: "max-age=600", .date: HTTPDate.format(clock.now)], data: Data(count: 10_000))
+        }
+        let bounded = cache(directory, diskCapacity: 25_000)
+        let engine = NetworkEngine.fake(transport) { $0.cache = bounded }
+        for n in 0..<2 {
+            _ = try await engine.send(engine.operation(path: "blob/\(n)"))
+            clock.advance(1)
+        }
+        // From disk (memory emptied): blob/0 becomes the most recently used, without a write yet.
+        bounded.flushMemory()
+        let hit = try await engine.send(engine.operation(path: "blob/0"))
+        #expect(hit.cacheOutcome == .hit)
+        clock.advance(1)
+        _ = try await engine.send(engine.operation(path: "blob/2"))
+        bounded.flushMemory()
+        #expect(try await engine.send(engine.operation(path: "blob/0")).cacheOutcome == .hit, "read last, so kept")
+        #expect(try await engine.send(engine.operation(path: "blob/1")).cacheOutcome == .miss, "least recently used, so evicted")
+        #expect(transport.requestCount == 4)
+    }
+
     @Test func aDamagedCacheIsAMissNeverACrashAndEveryAnswerIsRight() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -15,6 +15,11 @@ final class DiskCacheStore: Sendable {
     let directory: URL
     let capacity: Int
     private let database: NIOLockedValueBox<DatabasePool?>
+    /// Access times of disk hits not yet written: a hit costs a read, not a write transaction. They are
+    /// written with the next store, before any eviction (so LRU order is right), on close, and whenever
+    /// this many have gathered. Lost on a crash, which only makes eviction slightly less exact.
+    private let pendingAccess = NIOLockedValueBox<[String: Double]>([:])
+    static let accessBatchSize = 64
     private let logger: Logger
 
     init(directory: URL, capacity: Int, logger: Logger = .courierSilent) {
@@ -22,6 +27,12 @@ final class DiskCacheStore: Sendable {
         self.capacity = max(0, capacity)
         self.logger = logger
         self.database = NIOLockedValueBox(nil)
+    }
+
+    deinit {
+        // Only an open database is worth the write; never open one just for this.
+        guard pendingAccessCount > 0, database.withLockedValue({ $0 != nil }) else { return }
+        withDatabase(()) { pool in try pool.write { db in try writePendingAccess(db) } }
     }
 
     private var bodies: URL { directory.appendingPathComponent("bodies", isDirectory: true) }
@@ -116,14 +127,28 @@ final class DiskCacheStore: Sendable {
         }
         if !damaged.isEmpty { remove(ids: damaged) }
         if !entries.isEmpty {
-            withDatabase(()) { pool in
-                try pool.write { db in
-                    try db.execute(sql: "UPDATE entries SET lastAccess = ? WHERE urlKey = ?", arguments: [now.timeIntervalSince1970, urlKey])
-                }
+            let shouldFlush = pendingAccess.withLockedValue { pending in
+                pending[urlKey] = now.timeIntervalSince1970
+                return pending.count >= Self.accessBatchSize
             }
+            if shouldFlush { withDatabase(()) { pool in try pool.write { db in try writePendingAccess(db) } } }
         }
         return entries
     }
+
+    /// Writes the gathered access times, inside the caller's write transaction.
+    private func writePendingAccess(_ db: Database) throws {
+        let pending = pendingAccess.withLockedValue { pending in
+            defer { pending = [:] }
+            return pending
+        }
+        for (urlKey, time) in pending {
+            try db.execute(sql: "UPDATE entries SET lastAccess = max(lastAccess, ?) WHERE urlKey = ?", arguments: [time, urlKey])
+        }
+    }
+
+    /// Access times not yet written (for tests).
+    var pendingAccessCount: Int { pendingAccess.withLockedValue { $0.count } }
 
     /// A column's value, or `nil` when it is missing or of the wrong type (GRDB's subscript would trap).
     private func column<Value: DatabaseValueConvertible>(_ row: Row, _ name: String, as type: Value.Type = Value.self) -> Value? {
@@ -168,6 +193,7 @@ final class DiskCacheStore: Sendable {
         let partition = entry.credentialPartition ?? ""
         let replaced: [String] = withDatabase([id]) { pool in
             try pool.write { db in
+                try writePendingAccess(db)
                 let old = try ids(db, sql: "SELECT id FROM entries WHERE urlKey = ? AND varyKey = ? AND partition = ?",
                                   arguments: [urlKey, varyKey, partition])
                 try db.execute(sql: "DELETE FROM entries WHERE urlKey = ? AND varyKey = ? AND partition = ?", arguments: [urlKey, varyKey, partition])
@@ -244,6 +270,7 @@ final class DiskCacheStore: Sendable {
 
     /// Closes the database (a clean close checkpoints the WAL and removes its files).
     func close() {
+        if pendingAccessCount > 0 { withDatabase(()) { pool in try pool.write { db in try writePendingAccess(db) } } }
         database.withLockedValue { database in
             try? database?.close()
             database = nil
@@ -254,6 +281,7 @@ final class DiskCacheStore: Sendable {
     private func evict() {
         let evicted: [String] = withDatabase([]) { pool in
             try pool.write { db in
+                try writePendingAccess(db)
                 var total = try Row.fetchOne(db, sql: "SELECT coalesce(sum(bodySize), 0) AS n FROM entries")
                     .flatMap { column($0, "n", as: Int.self) } ?? 0
                 guard total > capacity else { return [] }

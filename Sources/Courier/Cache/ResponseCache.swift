@@ -45,6 +45,10 @@ public final class ResponseCache: Sendable {
     private let disk: DiskCacheStore?
     /// The cache's notion of now; tests inject a clock.
     let now: @Sendable () -> Date
+    #if canImport(Darwin)
+    /// Empties the memory tier on the system's memory-pressure warning (see ResponseCache+MemoryPressure).
+    private let memoryPressure = NIOLockedValueBox<MemoryPressureObserver?>(nil)
+    #endif
 
     /// Creates a cache.
     /// - Parameters:
@@ -62,6 +66,10 @@ public final class ResponseCache: Sendable {
         self.state = NIOLockedValueBox(State(lru: MemoryLRU(capacity: memoryCapacity)))
         self.disk = directory.map { DiskCacheStore(directory: $0, capacity: diskCapacity) }
         self.now = clock
+        #if canImport(Darwin)
+        let observer = observeMemoryPressure()
+        memoryPressure.withLockedValue { $0 = observer }
+        #endif
     }
 
     /// The platform's cache directory for Courier: `$XDG_CACHE_HOME/courier` or `~/.cache/courier`
@@ -113,7 +121,8 @@ public final class ResponseCache: Sendable {
     }
 
     /// Empties the memory tier (for memory pressure). The disk tier, written through, keeps everything;
-    /// a memory-only cache loses everything.
+    /// a memory-only cache loses everything. On Apple platforms the cache calls this itself when the
+    /// system warns of memory pressure; elsewhere, call it from your own low-memory signal.
     public func flushMemory() { trimMemory(to: 0) }
 
     /// Evicts least-recently-used responses until memory holds at most `bytes`.
