@@ -20,10 +20,19 @@ extension NetworkQueue {
     func enqueue(_ operation: NetworkOperation, dependencies: Set<OperationID>) {
         let key = operation.coalescingKey()
         let priority = operation.priority
+        let group = operation.context.engineID
         apply(registering: operation) {
-            $0.enqueue(operation.id, priority: priority, key: key, dependencies: dependencies)
+            $0.enqueue(operation.id, priority: priority, key: key, dependencies: dependencies, group: group)
         }
     }
+
+    /// Sets (or with `nil` removes) an engine's own limit; 0 pauses its work.
+    func setLimit(_ limit: Int?, forEngine engineID: UInt64) {
+        apply { $0.setLimit(limit, for: engineID) }
+    }
+
+    /// The queue's width now: its limit narrowed by engines with waiting work.
+    var effectiveMaximumConcurrentOperations: Int { state.withLockedValue { $0.machine.effectiveLimit } }
 
     func dependencyFinished(_ dependency: OperationID, for id: OperationID) {
         apply { $0.dependencyFinished(dependency, for: id) }

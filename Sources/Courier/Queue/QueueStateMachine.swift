@@ -15,8 +15,14 @@ import HeapModule
 /// - an operation with unfinished dependencies waits outside the flight table until they finish;
 /// - an operation with a coalescing key joins a waiting or running flight with the same key; a
 ///   flight runs at the highest priority of its subscribers; it is cancelled only when its last
-///   subscriber leaves.
+///   subscriber leaves;
+/// - each operation belongs to a group (its engine), which may have a limit of its own (set from the
+///   engine's reachability): no more flights run than the narrowest limit among the groups whose
+///   work is waiting; a group limited to 0 is paused, its flights parked (in order) until it opens.
 struct QueueStateMachine {
+    /// The engine an operation belongs to.
+    typealias Group = UInt64
+
     struct FlightID: Hashable, Sendable, CustomStringConvertible {
         let rawValue: UInt64
         var description: String { "flight-\(rawValue)" }
@@ -51,6 +57,7 @@ struct QueueStateMachine {
         var subscribers: [OperationID]
         var priority: NetworkOperation.Priority
         let sequence: UInt64
+        let group: Group
     }
 
     private enum Membership {
@@ -63,6 +70,7 @@ struct QueueStateMachine {
         var priority: NetworkOperation.Priority
         let key: CoalescingKey?
         let sequence: UInt64
+        let group: Group
     }
 
     /// A waiting flight's place in line. Entries are never removed in place: an entry whose flight
@@ -83,6 +91,12 @@ struct QueueStateMachine {
     private var coalescing: [CoalescingKey: FlightID] = [:]
     private var line = Heap<Ticket>()
     private var waitingFlightCount = 0
+    /// Groups with a limit of their own; absent groups are limited only by `maximumConcurrent`.
+    private(set) var groupLimits: [Group: Int] = [:]
+    /// Waiting flights per group (only counted for groups that have a limit).
+    private var waitingByGroup: [Group: Int] = [:]
+    /// Tickets of paused groups (limit 0), in the order they came up.
+    private var parked: [Group: [Ticket]] = [:]
     private var nextFlight: UInt64 = 0
     private var nextSequence: UInt64 = 0
 
@@ -107,7 +121,8 @@ struct QueueStateMachine {
     /// An operation enters the queue.
     /// - Parameter dependencies: those of its dependencies that have not finished yet.
     mutating func enqueue(
-        _ id: OperationID, priority: NetworkOperation.Priority, key: CoalescingKey?, dependencies: Set<OperationID> = []
+        _ id: OperationID, priority: NetworkOperation.Priority, key: CoalescingKey?, dependencies: Set<OperationID> = [],
+        group: Group = 0
     ) -> Action {
         precondition(members[id] == nil, "\(id) enqueued twice")
         var action = Action()
@@ -115,7 +130,7 @@ struct QueueStateMachine {
         nextSequence += 1
         let pending = dependencies.subtracting([id])
         members[id] = Member(
-            membership: .blocked(remaining: pending), priority: priority, key: key, sequence: sequence)
+            membership: .blocked(remaining: pending), priority: priority, key: key, sequence: sequence, group: group)
         if pending.isEmpty {
             admit(id, into: &action)
             schedule(into: &action)
@@ -154,6 +169,7 @@ struct QueueStateMachine {
             case .waiting:
                 flights[flightID] = nil
                 waitingFlightCount -= 1
+                countWaiting(in: flight.group, -1)
                 compactLineIfNeeded()
             case .running:
                 flight.state = .cancelling
@@ -204,6 +220,32 @@ struct QueueStateMachine {
         return action
     }
 
+    /// Gives a group (an engine) a limit of its own, or removes it (`nil`). With a limit, no more flights
+    /// run than the narrowest limit among the groups with waiting work; 0 pauses the group's work.
+    mutating func setLimit(_ limit: Int?, for group: Group) -> Action {
+        var action = Action()
+        let limit = limit.map { max(0, $0) }
+        guard groupLimits[group] != limit else { return action }
+        groupLimits[group] = limit
+        if limit != 0, let tickets = parked.removeValue(forKey: group) {
+            for ticket in tickets { line.insert(ticket) }
+        }
+        schedule(into: &action)
+        return action
+    }
+
+    /// How many flights may run now: the queue's limit, narrowed by every open group with waiting work.
+    var effectiveLimit: Int {
+        var limit = maximumConcurrent
+        for (group, groupLimit) in groupLimits where groupLimit > 0 && groupLimit < limit && waitingByGroup[group, default: 0] > 0 {
+            limit = groupLimit
+        }
+        return limit
+    }
+
+    /// Waiting flights of a group, parked or not.
+    func waitingFlights(in group: Group) -> Int { waitingByGroup[group, default: 0] }
+
     /// Stops starting flights; running ones go on.
     mutating func suspend() -> Action {
         isSuspended = true
@@ -238,11 +280,13 @@ struct QueueStateMachine {
         let flightID = FlightID(rawValue: nextFlight)
         nextFlight += 1
         flights[flightID] = Flight(
-            state: .waiting, key: member.key, subscribers: [id], priority: member.priority, sequence: member.sequence)
+            state: .waiting, key: member.key, subscribers: [id], priority: member.priority, sequence: member.sequence,
+            group: member.group)
         if let key = member.key { coalescing[key] = flightID }
         member.membership = .subscribed(flightID)
         members[id] = member
         waitingFlightCount += 1
+        countWaiting(in: member.group, 1)
         line.insert(Ticket(priority: member.priority, sequence: member.sequence, flight: flightID))
     }
 
@@ -258,24 +302,39 @@ struct QueueStateMachine {
 
     private mutating func schedule(into action: inout Action) {
         guard !isSuspended else { return }
-        while occupiedSlots < maximumConcurrent, let ticket = line.popMax() {
+        while occupiedSlots < effectiveLimit, let ticket = line.popMax() {
             guard var flight = flights[ticket.flight], flight.state == .waiting, flight.priority == ticket.priority
             else { continue }
+            if groupLimits[flight.group] == 0 {
+                parked[flight.group, default: []].append(ticket)
+                continue
+            }
             flight.state = .running
             flights[ticket.flight] = flight
             occupiedSlots += 1
             waitingFlightCount -= 1
+            countWaiting(in: flight.group, -1)
             action.start.append(.init(flight: ticket.flight, subscribers: flight.subscribers))
         }
     }
 
+    private mutating func countWaiting(in group: Group, _ delta: Int) {
+        let count = waitingByGroup[group, default: 0] + delta
+        waitingByGroup[group] = count == 0 ? nil : count
+    }
+
     /// Drops stale tickets once they outnumber live ones, so cancelled work does not pile up.
     private mutating func compactLineIfNeeded() {
-        guard line.count > 64, line.count > 2 * waitingFlightCount else { return }
-        let live = line.unordered.filter { ticket in
+        let parkedCount = parked.values.reduce(0) { $0 + $1.count }
+        guard line.count + parkedCount > 64, line.count + parkedCount > 2 * waitingFlightCount else { return }
+        func isLive(_ ticket: Ticket) -> Bool {
             guard let flight = flights[ticket.flight] else { return false }
             return flight.state == .waiting && flight.priority == ticket.priority
         }
-        line = Heap(live)
+        line = Heap(line.unordered.filter(isLive))
+        parked = parked.compactMapValues { tickets in
+            let live = tickets.filter(isLive)
+            return live.isEmpty ? nil : live
+        }
     }
 }
