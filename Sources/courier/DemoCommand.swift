@@ -127,7 +127,7 @@ struct Demo {
                 say("   finished: \(response.statusCode), \(response.body.count) bytes\n")
             case .failure(let error):
                 say("   failed: \(error)\n")
-            case .uploadProgress, .cached:
+            case .uploadProgress, .cached, .frozen:
                 break
             }
         }

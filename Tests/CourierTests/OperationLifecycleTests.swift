@@ -147,7 +147,7 @@ struct OperationLifecycleTests {
             switch event {
             case .downloadProgress(let progress): fractions.append(progress.fractionCompleted ?? -1)
             case .response(let response): outcome = response.statusCode
-            case .uploadProgress, .failure, .cached: Issue.record("unexpected \(event)")
+            case .uploadProgress, .failure, .cached, .frozen: Issue.record("unexpected \(event)")
             }
         }
         #expect(fractions == [0.25, 0.5, 0.75, 1.0])

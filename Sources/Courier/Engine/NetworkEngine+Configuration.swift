@@ -1,4 +1,6 @@
 public import Dispatch
+public import Foundation
+public import HTTPTypes
 public import Logging
 
 extension NetworkEngine {
@@ -42,6 +44,25 @@ extension NetworkEngine {
         public var fallsBackToCacheOnError = false
         /// Where the engine logs (debug and trace only). Silent by default.
         public var logger: Logger = .courierSilent
+        /// How the engine learns whether its host can be reached. `nil` (the default): the engine watches
+        /// its host with ``SystemReachability``. Give a ``ManualReachability`` to drive it yourself.
+        public var reachability: (any Reachability)?
+        /// How many of the engine's requests may run at once over each kind of link (Wi-Fi and wired 6,
+        /// cellular 2). The shared queue never runs more than the narrowest limit among the engines
+        /// whose work is waiting.
+        public var concurrency = ConnectionConcurrency()
+        /// Send nothing over cellular: while the link is cellular the engine's work waits (width 0) and
+        /// goes when Wi-Fi or a wired link comes.
+        public var wifiOnlyMode = false
+        /// Where the engine's outbox of frozen requests lives: ``Outbox/defaultDirectory`` by default;
+        /// `nil` for no outbox (freezable operations then fail like the others).
+        public var dataDirectory: URL? = Outbox.defaultDirectory
+        /// Credentials added to every request the engine sends, replays of frozen requests included
+        /// (`Authorization`, `Cookie`, `Proxy-Authorization` are never written to the outbox, so this is
+        /// how a replay gets them back). Called with the request's URL just before it is sent.
+        public var credentialProvider: (@Sendable (URL) -> HTTPFields)?
+        /// How frozen requests are retried.
+        public var outboxRetry = OutboxRetry()
 
         /// The defaults.
         public init() {}
@@ -72,6 +93,69 @@ extension NetworkEngine {
             self.read = read
             self.total = total
         }
+    }
+}
+
+/// How many of an engine's requests may run at once over each kind of link.
+public struct ConnectionConcurrency: Sendable, Hashable {
+    /// Over Wi-Fi; 6 by default.
+    public var wifi = 6
+    /// Over a wired link; 6 by default.
+    public var wired = 6
+    /// Over cellular; 2 by default (0 while ``NetworkEngine/Configuration/wifiOnlyMode`` is on).
+    public var cellular = 2
+    /// Over a link of unknown kind (loopback included); 6 by default.
+    public var other = 6
+
+    /// Creates limits.
+    /// - Parameters:
+    ///   - wifi: Over Wi-Fi.
+    ///   - wired: Over a wired link.
+    ///   - cellular: Over cellular.
+    ///   - other: Over any other link.
+    public init(wifi: Int = 6, wired: Int = 6, cellular: Int = 2, other: Int = 6) {
+        self.wifi = wifi
+        self.wired = wired
+        self.cellular = cellular
+        self.other = other
+    }
+
+    /// The limit for a status: 0 while unreachable, or over cellular in Wi-Fi-only mode.
+    /// - Parameters:
+    ///   - status: The host's reachability.
+    ///   - wifiOnlyMode: Whether cellular is off limits.
+    /// - Returns: How many requests may run at once.
+    public func limit(for status: ReachabilityStatus, wifiOnlyMode: Bool) -> Int {
+        switch status {
+        case .unreachable: 0
+        case .reachable(.wifi): wifi
+        case .reachable(.wired): wired
+        case .reachable(.cellular): wifiOnlyMode ? 0 : cellular
+        case .reachable(.other): other
+        }
+    }
+}
+
+/// How frozen requests are retried: exponential backoff with jitter, never sooner than the server's
+/// `Retry-After`.
+public struct OutboxRetry: Sendable, Hashable {
+    /// The delay before the second attempt (before jitter); 1 s by default. It doubles each time.
+    public var initialDelay: Duration = .seconds(1)
+    /// The longest delay; 5 minutes by default.
+    public var maximumDelay: Duration = .seconds(300)
+    /// How long a replay holds its claim on a row before another engine or process may take it over
+    /// (a crashed process's claims are taken over at once); 2 minutes by default.
+    public var lease: Duration = .seconds(120)
+
+    /// Creates a retry policy.
+    /// - Parameters:
+    ///   - initialDelay: The delay before the second attempt.
+    ///   - maximumDelay: The longest delay.
+    ///   - lease: How long a replay's claim on a row lasts.
+    public init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(300), lease: Duration = .seconds(120)) {
+        self.initialDelay = initialDelay
+        self.maximumDelay = maximumDelay
+        self.lease = lease
     }
 }
 

@@ -103,8 +103,18 @@ public final class NetworkEngine: Sendable {
         }
         self.defaultHeaders = fields
         self.headerError = headerError
-        self.context = OperationContext(
-            engineID: id, queue: queue, executor: RequestExecutor(transport: transport), configuration: configuration)
+        let baseURL = (try? composer.get()).flatMap { URL(string: $0.baseURLString) }
+        let connectivity = EngineConnectivity(engineID: id, queue: queue, baseURL: baseURL, configuration: configuration)
+        let context = OperationContext(
+            engineID: id, queue: queue, executor: RequestExecutor(transport: transport), configuration: configuration,
+            connectivity: connectivity)
+        self.context = context
+        // The replay closure and the connectivity reference each other until `deinit` stops it.
+        connectivity.start { record in NetworkOperation.replay(of: record, context: context) }
+    }
+
+    deinit {
+        context.connectivity.stop()
     }
 
     /// The engine's base URL (`scheme://host[:port][/apiPath]`), or `nil` when the host or base URL is invalid.

@@ -59,6 +59,11 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         public static let invalidResponse = Code("invalidResponse")
         /// The cache policy allowed only the cache (``CachePolicy/cacheOnly``) and nothing is stored.
         public static let notCached = Code("notCached")
+        /// A freezable request could not be written to (or read from) its outbox; it was not frozen.
+        public static let outboxUnavailable = Code("outboxUnavailable")
+        /// A frozen request was given up: its time to live ran out or it used up its attempts. It stays
+        /// in the outbox's dead-letter state until dropped.
+        public static let deadLettered = Code("deadLettered")
         /// Any other transport failure; ``NetworkError/underlying`` holds the cause.
         public static let transport = Code("transport")
 

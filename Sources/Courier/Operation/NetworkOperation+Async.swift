@@ -7,6 +7,9 @@ extension NetworkOperation {
         case downloadProgress(TransferProgress)
         /// A stored response, delivered before the network's answer (``CachePolicy/cachedThenFresh``).
         case cached(NetworkResponse)
+        /// The operation could not be sent and was committed to its engine's outbox
+        /// (``NetworkOperation/isFreezable``); the outcome follows when it is replayed.
+        case frozen(OutboxEntry)
         /// The operation succeeded; the sequence ends.
         case response(NetworkResponse)
         /// The operation failed or was cancelled; the sequence ends.
@@ -58,7 +61,7 @@ extension NetworkOperation {
                     case .response(let response):
                         continuation.yield(response.cacheOutcome == .revalidated ? .notModified(response) : .fresh(response))
                     case .failure(let error): continuation.finish(throwing: error)
-                    case .uploadProgress, .downloadProgress: break
+                    case .uploadProgress, .downloadProgress, .frozen: break
                     }
                 }
                 continuation.finish()

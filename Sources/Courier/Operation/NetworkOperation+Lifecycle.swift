@@ -27,19 +27,30 @@ extension NetworkOperation {
             notify(observers)
         case .submit:
             let pending = dependencies.filter { !$0.isFinished }
+            prepareForFreezing()
             // A fresh cached answer never enters the queue.
             if consultCache(hasPendingDependencies: !pending.isEmpty) { return }
-            let queue = context.queue
-            queue.enqueue(self, dependencies: Set(pending.map(\.id)))
-            // Observed only after enqueueing, so a dependency finishing meanwhile is never missed.
-            let id = self.id
-            for dependency in pending {
-                let dependencyID = dependency.id
-                dependency.whenFinished { _ in queue.dependencyFinished(dependencyID, for: id) }
+            switch context.connectivity.admit(self) {
+            case .go: enterQueue(dependencies: pending)
+            case .freeze: freeze(after: nil)
+            case .fail(let error): finish(applyCache(to: .failure(error)).flatMap(validate))
+            case .held: break
             }
-            // A cancel that raced with enqueueing found nothing to remove: remove it now.
-            if isCancelled { queue.cancel(self) }
         }
+    }
+
+    /// Puts a submitted operation into its queue (also when connectivity returns for a held one).
+    func enterQueue(dependencies pending: [NetworkOperation] = []) {
+        let queue = context.queue
+        queue.enqueue(self, dependencies: Set(pending.map(\.id)))
+        // Observed only after enqueueing, so a dependency finishing meanwhile is never missed.
+        let id = self.id
+        for dependency in pending {
+            let dependencyID = dependency.id
+            dependency.whenFinished { _ in queue.dependencyFinished(dependencyID, for: id) }
+        }
+        // A cancel that raced with enqueueing found nothing to remove: remove it now.
+        if isCancelled { queue.cancel(self) }
     }
 
     /// The request as it goes on the wire, built on first use (once enqueued, headers no longer change).
@@ -55,6 +66,10 @@ extension NetworkOperation {
 
     private func makePreparedRequest(headers: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?) -> PreparedRequest {
         let configuration = context.configuration
+        var headers = headers
+        if let provider = configuration.credentialProvider, let url = requestURL {
+            for field in provider(url) { headers[field.name] = field.value }
+        }
         return PreparedRequest(
             method: method,
             url: requestURL ?? URL(string: "http://invalid.invalid")!,
@@ -109,7 +124,12 @@ extension NetworkOperation {
     }
 
     /// The flight ended; `result` is the raw outcome, which this operation validates by its own rules.
+    /// A freezable operation whose request got no answer goes to the outbox instead.
     func queueDidFinish(_ result: Result<NetworkResponse, NetworkError>) {
+        if case .failure(let error) = result, shouldFreeze(after: error) {
+            freeze(after: error)
+            return
+        }
         finish(applyCache(to: result).flatMap(validate))
     }
 
@@ -131,9 +151,18 @@ extension NetworkOperation {
         finish(result.flatMap(validate))
     }
 
-    /// The queue removed the operation after ``cancel()``.
+    /// The queue removed the operation after ``cancel()``, or because its engine took it out.
     func queueDidCancel() {
-        finish(.failure(.cancelled(url: urlString)))
+        let exit = storage.withLockedValue { storage in
+            defer { storage.queueExit = nil }
+            return storage.machine.isCancellationRequested ? nil : storage.queueExit
+        }
+        switch exit {
+        case .fail(let error)?: finish(applyCache(to: .failure(error)).flatMap(validate))
+        case .freeze?: freeze(after: nil)
+        case .hold?: context.connectivity.hold(self)
+        case nil: finish(.failure(.cancelled(url: urlString)))
+        }
     }
 
     // MARK: Outcome

@@ -28,6 +28,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         case waiting
         /// Its request is on the wire.
         case executing
+        /// It could not be sent and waits in the outbox to be replayed (``NetworkOperation/isFreezable``).
+        case frozen
         /// It has its outcome: a response, an error, or cancellation.
         case finished
     }
@@ -38,6 +40,17 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var uploadProgress: [@Sendable (TransferProgress) -> Void] = []
         var downloadProgress: [@Sendable (TransferProgress) -> Void] = []
         var stateChange: [@Sendable (State) -> Void] = []
+        var frozen: [@Sendable (OutboxEntry) -> Void] = []
+    }
+
+    /// Where an operation that leaves the queue without running goes.
+    enum QueueExit {
+        /// Fail with this error (the host became unreachable).
+        case fail(NetworkError)
+        /// Into the outbox.
+        case freeze
+        /// Into its engine's list of operations waiting for connectivity.
+        case hold
     }
 
     struct Storage {
@@ -65,6 +78,16 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         /// The operation's own redirect policy and decompression, if they override its engine's.
         var redirects: RedirectPolicy?
         var decompression: Decompression?
+        /// Freezing (see NetworkOperation+Freezing).
+        var isFreezable = false
+        var connectivityTimeout: Duration?
+        var timeToLive: Duration?
+        var maximumAttempts: Int?
+        var outboxID: String?
+        /// A replay of a frozen request, sent by the outbox: never frozen again.
+        var isReplay = false
+        /// Set when the operation is taken out of the queue for a reason other than cancellation.
+        var queueExit: QueueExit?
     }
 
     let id = OperationID.next()
@@ -223,11 +246,16 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     public func cancel() {
         let (action, observers) = storage.withLockedValue { storage in
             let action = storage.machine.cancel(url: urlString)
-            return (action, action == .finished ? publishOutcome(&storage) : [])
+            return (action, action == .finished || action == .dropFromOutbox ? publishOutcome(&storage) : [])
         }
         switch action {
         case .finished: notify(observers)
-        case .removeFromQueue: context.queue.cancel(self)
+        case .removeFromQueue:
+            context.queue.cancel(self)
+            context.connectivity.cancelHeld(self)
+        case .dropFromOutbox:
+            dropFromOutbox()
+            notify(observers)
         case .none: break
         }
     }
@@ -246,4 +274,5 @@ struct OperationContext: Sendable {
     let queue: NetworkQueue
     let executor: RequestExecutor
     let configuration: NetworkEngine.Configuration
+    let connectivity: EngineConnectivity
 }

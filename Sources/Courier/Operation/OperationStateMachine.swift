@@ -1,7 +1,8 @@
 /// The lifecycle of one ``NetworkOperation``, as a pure value.
 ///
 /// `ready` → `waiting` (enqueued) → `executing` (its request is on the wire) → `finished`, with
-/// exactly one outcome. The rules of the operation tutorial hold: an operation cancelled before
+/// exactly one outcome. A freezable operation that cannot be sent goes from `waiting` or `executing`
+/// to `frozen` (committed to the outbox), and from there to `finished` when its replay has an outcome. The rules of the operation tutorial hold: an operation cancelled before
 /// it is enqueued finishes at once without touching the network; cancelling a queued or running
 /// one asks the queue to remove it, and it finishes when the queue confirms; an operation in a
 /// queue is never marked finished by anyone but the queue.
@@ -25,6 +26,8 @@ struct OperationStateMachine {
         case finished
         /// Ask the queue to remove it; the queue finishes it.
         case removeFromQueue
+        /// It is frozen: remove its row from the outbox (it is never frozen again); it finished as cancelled.
+        case dropFromOutbox
         /// Already finished: nothing to do.
         case none
     }
@@ -43,6 +46,13 @@ struct OperationStateMachine {
     mutating func start() -> Bool {
         guard state == .waiting else { return false }
         state = .executing
+        return true
+    }
+
+    /// The operation was written to the outbox. Returns whether the state changed.
+    mutating func freeze() -> Bool {
+        guard state == .waiting || state == .executing, !isCancellationRequested else { return false }
+        state = .frozen
         return true
     }
 
@@ -66,6 +76,10 @@ struct OperationStateMachine {
         case .waiting, .executing:
             isCancellationRequested = true
             return .removeFromQueue
+        case .frozen:
+            isCancellationRequested = true
+            _ = finish(.failure(.cancelled(url: url)))
+            return .dropFromOutbox
         case .finished:
             return .none
         }

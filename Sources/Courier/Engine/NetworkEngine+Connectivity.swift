@@ -1,0 +1,35 @@
+// The engine's public face for reachability and its outbox (see EngineConnectivity, Outbox/).
+extension NetworkEngine {
+    /// Whether the engine's host can be reached now, and over what.
+    public var reachabilityStatus: ReachabilityStatus { context.connectivity.reachability.status }
+
+    /// The host's reachability: the status now, then each change (from the engine's ``Configuration/reachability``).
+    public var reachabilityUpdates: AsyncStream<ReachabilityStatus> { context.connectivity.reachability.statusUpdates() }
+
+    /// Called on the callback queue each time the engine applies a new reachability status (after the
+    /// queue's width has changed for it).
+    public var reachabilityChanged: (@Sendable (ReachabilityStatus) -> Void)? {
+        get { context.connectivity.reachabilityHandler }
+        set { context.connectivity.reachabilityHandler = newValue }
+    }
+
+    /// The outbox of the engine's data directory, or `nil` without one (or when it cannot be opened).
+    public var outbox: Outbox? { context.connectivity.outboxDatabase().map(Outbox.init(database:)) }
+
+    /// What happens to the frozen requests of this engine's host, from now on: frozen, delivered,
+    /// failed permanently, retry scheduled, dead-lettered. Replays after a restart are reported here
+    /// too, so the app learns every outcome even when the operation that froze is gone.
+    public var outboxEvents: AsyncStream<OutboxEvent> {
+        guard let database = context.connectivity.outboxDatabase(), let origin = context.connectivity.origin else {
+            return AsyncStream { $0.finish() }
+        }
+        return database.events(origin: origin)
+    }
+
+    /// Sends now, in order, the frozen requests of this engine's host, ignoring their retry times (not
+    /// reachability). Returns when the replay is idle again: everything sent, the host unreachable, or
+    /// an attempt failed and must wait (outcomes are on ``outboxEvents``).
+    public func flushOutbox() async {
+        await context.connectivity.replayer()?.flush()
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import HTTPTypes
+
+// Freezing: an operation that cannot be sent goes to its engine's durable outbox and is sent again
+// when the host can be reached (MKNetworkKit's freezing, done so nothing is lost or silently sent
+// twice). The outbox itself is in Outbox/; this file is the operation's side.
+extension NetworkOperation {
+    /// Whether the operation goes to its engine's outbox when it cannot be sent (host unreachable when it
+    /// is enqueued, or a connection-level failure: cannot connect, connection lost, no response in time),
+    /// instead of failing. Any method may be freezable. Set before enqueueing.
+    ///
+    /// A freezable operation carries an `Idempotency-Key` header from its first attempt on (one you set
+    /// is kept), so a server can drop duplicates. Its handlers hear ``onFrozen(_:)`` when it is
+    /// committed to the outbox, then its outcome when a replay has one; ``NetworkEngine/outboxEvents``
+    /// reports every outcome too, also after a restart.
+    public var isFreezable: Bool {
+        get { storage.withLockedValue { $0.isFreezable } }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.isFreezable = newValue } } }
+    }
+
+    /// How long a non-freezable operation waits for its host to become reachable before failing with
+    /// ``NetworkError/Code/notConnected`` (URLSession's `waitsForConnectivity`). `nil` (the default)
+    /// fails at once while the host is unreachable. Set before enqueueing.
+    public var connectivityTimeout: Duration? {
+        get { storage.withLockedValue { $0.connectivityTimeout } }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.connectivityTimeout = newValue } } }
+    }
+
+    /// How long a frozen operation may wait in the outbox before it is given up (dead-lettered);
+    /// `nil` (the default) waits forever. Set before enqueueing.
+    public var timeToLive: Duration? {
+        get { storage.withLockedValue { $0.timeToLive } }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.timeToLive = newValue } } }
+    }
+
+    /// How many times a frozen operation is sent before it is given up (dead-lettered); `nil` (the
+    /// default) has no limit. Set before enqueueing.
+    public var maximumAttempts: Int? {
+        get { storage.withLockedValue { $0.maximumAttempts } }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.maximumAttempts = newValue.map { max(1, $0) } } } }
+    }
+
+    /// The operation's row in the outbox, once frozen.
+    public var outboxID: String? { storage.withLockedValue { $0.outboxID } }
+
+    /// Adds a handler called when the operation is frozen: its row is committed to the outbox. Not an
+    /// error: the outcome comes later, to the completion or error handlers.
+    /// - Parameter handler: The handler, called on the engine's callback queue.
+    /// - Returns: The operation, for chaining.
+    @discardableResult
+    public func onFrozen(_ handler: @escaping @Sendable (OutboxEntry) -> Void) -> Self {
+        storage.withLockedValue { if $0.machine.outcome == nil { $0.handlers.frozen.append(handler) } }
+        return self
+    }
+
+    // MARK: Internal
+
+    /// A freezable operation carries its Idempotency-Key from the first attempt on.
+    func prepareForFreezing() {
+        storage.withLockedValue { storage in
+            guard storage.isFreezable, !storage.isReplay else { return }
+            if storage.headers[.idempotencyKey] == nil { storage.headers[.idempotencyKey] = UUID().uuidString.lowercased() }
+        }
+    }
+
+    /// Whether a failed attempt means "could not be sent" for a freezable operation.
+    func shouldFreeze(after error: NetworkError) -> Bool {
+        guard storage.withLockedValue({ $0.isFreezable && !$0.isReplay && !$0.machine.isCancellationRequested }) else { return false }
+        switch error.code {
+        case .cannotConnect, .notConnected, .connectionLost: return true
+        case .timeout: return error.response == nil
+        default: return false
+        }
+    }
+
+    /// Writes the operation to the outbox (committed), then tells its handlers. When the outbox cannot
+    /// be used, the operation fails with the error that made it freeze (or ``NetworkError/Code/outboxUnavailable``).
+    func freeze(after error: NetworkError?) {
+        let connectivity = context.connectivity
+        let now = Date().timeIntervalSince1970
+        let (headers, ttl, attempts) = storage.withLockedValue { ($0.prepared?.headers ?? $0.headers, $0.timeToLive, $0.maximumAttempts) }
+        guard let url = requestURL, let database = connectivity.outboxDatabase() else {
+            finish(.failure(error ?? NetworkError(.outboxUnavailable, "this engine has no outbox (no data directory)", url: urlString)))
+            return
+        }
+        let id = UUID().uuidString.lowercased()
+        let key = headers[.idempotencyKey] ?? UUID().uuidString.lowercased()
+        var fields = OutboxRecord.withoutSecrets(headers)
+        fields[.idempotencyKey] = key
+        let record = OutboxRecord(
+            id: id, origin: OutboxRecord.origin(of: url), method: method, url: url, headers: fields, body: body,
+            idempotencyKey: key, createdAt: now, expiresAt: ttl.map { now + $0.seconds }, maximumAttempts: attempts,
+            nextAttemptAt: now)
+        do {
+            try database.insert(record)
+        } catch let outboxError {
+            finish(.failure(error.map { var e = $0; e.message += " (and it could not be frozen: \(outboxError.message))"; return e } ?? outboxError))
+            return
+        }
+        // Attached before the state changes, so a replay finishing at once finds the operation.
+        database.attach(self, to: id)
+        let entry = record.entry
+        let frozen = storage.withLockedValue { storage in
+            guard storage.machine.freeze() else { return false }
+            storage.outboxID = id
+            let handlers = storage.handlers.frozen
+            let stateHandlers = storage.handlers.stateChange
+            if !handlers.isEmpty || !stateHandlers.isEmpty {
+                context.configuration.callbackQueue.async {
+                    for handler in stateHandlers { handler(.frozen) }
+                    for handler in handlers { handler(entry) }
+                }
+            }
+            for stream in storage.streams.values { stream.yield(.frozen(entry)) }
+            return true
+        }
+        guard frozen else {
+            // Cancelled while being written: the row must not outlive the operation.
+            _ = database.detachOperation(for: id)
+            database.drop(id: id)
+            finish(.failure(.cancelled(url: urlString)))
+            return
+        }
+        database.publish(.frozen(entry), origin: record.origin)
+        connectivity.outboxDidChange()
+    }
+
+    /// Cancelled while frozen: its row goes, so it is never sent (nor frozen) again.
+    func dropFromOutbox() {
+        guard let id = outboxID, let database = context.connectivity.outboxDatabase() else { return }
+        _ = database.detachOperation(for: id)
+        database.drop(id: id)
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+extension HTTPField.Name {
+    /// `Idempotency-Key` (draft-ietf-httpapi-idempotency-key-header).
+    static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+}
+
+extension NetworkOperation {
+    /// The request of an outbox row, to send again: never frozen again, never answered from the cache,
+    /// never shared with another request. The engine's credential provider adds the credentials.
+    static func replay(of record: OutboxRecord, context: OperationContext) -> NetworkOperation {
+        let body = record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
+        let operation = NetworkOperation(
+            method: record.method, url: .success(record.url), urlString: record.url.absoluteString, headers: record.headers,
+            body: body, context: context, inputError: nil)
+        operation.storage.withLockedValue { storage in
+            storage.isReplay = true
+            storage.allowsCoalescing = false
+            storage.cachePolicy = .reloadIgnoringCache
+        }
+        return operation
+    }
+}

@@ -1,0 +1,77 @@
+public import Foundation
+
+/// The durable outbox of a data directory: requests frozen because they could not be sent, waiting
+/// to be replayed by an engine for their host.
+///
+/// Engines manage their outbox themselves (see ``NetworkOperation/isFreezable``); this type is for
+/// looking at it and tidying it: listing entries, the dead letters among them, dropping one or all.
+/// ```swift
+/// let outbox = try Outbox()
+/// for entry in outbox.entries where entry.state != .pending { print(entry.id, entry.url) }
+/// ```
+/// One outbox per directory, shared by every engine and process that uses it.
+public final class Outbox: Sendable {
+    let database: OutboxDatabase
+
+    /// Opens (creating if needed, with owner-only permissions) the outbox in a directory.
+    /// - Parameter directory: The data directory; ``defaultDirectory`` by default.
+    /// - Throws: ``NetworkError`` with ``NetworkError/Code/outboxUnavailable`` when it cannot be opened.
+    public init(directory: URL = Outbox.defaultDirectory) throws(NetworkError) {
+        database = try OutboxDatabase.open(at: directory)
+    }
+
+    init(database: OutboxDatabase) { self.database = database }
+
+    /// The platform's data directory for Courier: `$XDG_DATA_HOME/courier` or `~/.local/share/courier`
+    /// on Linux, `Application Support/courier` on Apple platforms.
+    public static var defaultDirectory: URL {
+        #if canImport(Darwin)
+        let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+            ?? FileManager.default.temporaryDirectory
+        return support.appendingPathComponent("courier", isDirectory: true)
+        #else
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg, isDirectory: true).appendingPathComponent("courier", isDirectory: true)
+        }
+        let home = environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? FileManager.default.homeDirectoryForCurrentUser
+        return home.appendingPathComponent(".local/share/courier", isDirectory: true)
+        #endif
+    }
+
+    /// The directory the outbox lives in.
+    public var directory: URL { database.directory }
+
+    /// Every entry, oldest first: pending ones and dead letters.
+    public var entries: [OutboxEntry] { database.records().map(\.entry) }
+
+    /// The entries given up (expired or out of attempts), oldest first.
+    public var deadLetters: [OutboxEntry] { entries.filter { $0.state != .pending } }
+
+    /// Removes one entry (pending or dead-lettered); it will not be sent. An operation of this process
+    /// waiting for it fails with ``NetworkError/Code/cancelled``.
+    /// - Parameter id: The entry's id.
+    /// - Returns: Whether there was such an entry.
+    @discardableResult
+    public func drop(_ id: String) -> Bool {
+        let dropped = database.drop(id: id)
+        database.detachOperation(for: id)?.finish(.failure(NetworkError(.cancelled, "its outbox entry was dropped", url: nil)))
+        return dropped
+    }
+
+    /// Removes every entry. Returns how many there were.
+    @discardableResult
+    public func clear() -> Int {
+        let ids = database.records().map(\.id)
+        let count = database.clear()
+        for id in ids {
+            database.detachOperation(for: id)?.finish(.failure(NetworkError(.cancelled, "its outbox entry was dropped", url: nil)))
+        }
+        return count
+    }
+
+    /// Every event about this outbox in this process, from now on (an engine's
+    /// ``NetworkEngine/outboxEvents`` has those of its host).
+    public var events: AsyncStream<OutboxEvent> { database.events(origin: nil) }
+}

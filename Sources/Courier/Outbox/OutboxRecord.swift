@@ -1,0 +1,91 @@
+import Foundation
+import GRDB
+import HTTPTypes
+
+/// A row of the outbox: everything needed to send a frozen request again, minus its secrets.
+struct OutboxRecord: Sendable {
+    var id: String
+    var origin: String
+    var method: HTTPRequest.Method
+    var url: URL
+    /// The headers as frozen: `Authorization`, `Cookie` and `Proxy-Authorization` are never here.
+    var headers: HTTPFields
+    var body: Data?
+    var idempotencyKey: String
+    var createdAt: Double
+    var expiresAt: Double?
+    var maximumAttempts: Int?
+    var attempts = 0
+    var nextAttemptAt: Double
+    var deadReason: OutboxEntry.DeadLetterReason?
+    var lastStatus: Int?
+    var lastError: String?
+
+    /// Header fields that never reach the outbox: the engine's credential provider adds them again
+    /// when the request is replayed.
+    static let secretHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+
+    static func withoutSecrets(_ headers: HTTPFields) -> HTTPFields {
+        var fields = HTTPFields()
+        for field in headers where !secretHeaders.contains(field.name.canonicalName) { fields.append(field) }
+        return fields
+    }
+
+    /// The origin an engine replays: `scheme://host:port`, lowercased.
+    static func origin(of url: URL) -> String {
+        let scheme = url.scheme?.lowercased() ?? "http"
+        let port = url.port ?? (scheme == "https" ? 443 : 80)
+        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+    }
+
+    var entry: OutboxEntry {
+        OutboxEntry(
+            id: id, method: method, url: url, idempotencyKey: idempotencyKey,
+            createdAt: Date(timeIntervalSince1970: createdAt), attempts: attempts,
+            nextAttemptAt: Date(timeIntervalSince1970: nextAttemptAt),
+            state: deadReason.map { .deadLettered($0) } ?? .pending, lastStatus: lastStatus, lastError: lastError)
+    }
+
+    /// Decodes a row; `nil` for anything damaged (GRDB's subscript would trap on a wrong type).
+    init?(row: Row) {
+        func column<Value: DatabaseValueConvertible>(_ name: String, as type: Value.Type = Value.self) -> Value? {
+            try? row.decode(Value.self, forColumn: name)
+        }
+        guard let id = column("id", as: String.self), let origin = column("origin", as: String.self),
+            let methodName = column("method", as: String.self), let method = HTTPRequest.Method(methodName),
+            let urlString = column("url", as: String.self), let url = URL(string: urlString),
+            let headerText = column("headers", as: String.self), let headers = DiskCacheCoding.headers(from: headerText),
+            let key = column("idempotencyKey", as: String.self), let createdAt = column("createdAt", as: Double.self),
+            let attempts = column("attempts", as: Int.self), let nextAttemptAt = column("nextAttemptAt", as: Double.self)
+        else { return nil }
+        self.init(
+            id: id, origin: origin, method: method, url: url, headers: Self.withoutSecrets(headers),
+            body: column("body", as: Data.self), idempotencyKey: key, createdAt: createdAt,
+            expiresAt: column("expiresAt", as: Double.self), maximumAttempts: column("maximumAttempts", as: Int.self),
+            attempts: attempts, nextAttemptAt: nextAttemptAt,
+            deadReason: column("deadReason", as: String.self).flatMap(OutboxEntry.DeadLetterReason.init(rawValue:)),
+            lastStatus: column("lastStatus", as: Int.self), lastError: column("lastError", as: String.self))
+    }
+
+    init(
+        id: String, origin: String, method: HTTPRequest.Method, url: URL, headers: HTTPFields, body: Data?,
+        idempotencyKey: String, createdAt: Double, expiresAt: Double?, maximumAttempts: Int?, attempts: Int = 0,
+        nextAttemptAt: Double, deadReason: OutboxEntry.DeadLetterReason? = nil, lastStatus: Int? = nil, lastError: String? = nil
+    ) {
+        self.id = id
+        self.origin = origin
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.idempotencyKey = idempotencyKey
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+        self.maximumAttempts = maximumAttempts
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.deadReason = deadReason
+        self.lastStatus = lastStatus
+        self.lastError = lastError
+    }
+}
