@@ -94,7 +94,7 @@ struct ReplayStateMachine {
 
     /// The delay before attempt `attempts + 1` after `attempts` failed ones: `base * 2^(attempts-1)`,
     /// capped, scaled by `0.5 + jitter / 2` (jitter in 0..<1), never less than `retryAfter`.
-    func delay(afterAttempts attempts: Int, jitter: Double, retryAfter: Double?) -> Double {
+    func delay(afterAttempts attempts: Int, jitter: Double, retryAfter: Double? = nil) -> Double {
         let exponent = Double(max(0, min(attempts - 1, 30)))
         let raw = min(backoff.cap, backoff.base * Double(1 << Int(exponent)))
         let jittered = raw * (0.5 + min(max(jitter, 0), 1) / 2)

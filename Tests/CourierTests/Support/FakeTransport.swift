@@ -104,6 +104,9 @@ extension NetworkEngine {
     ) -> NetworkEngine {
         var configuration = Configuration()
         configuration.callbackQueue = DispatchQueue(label: "test.callbacks")
+        // Independent of the machine: always reachable, no outbox, unless a test says otherwise.
+        configuration.reachability = ManualReachability()
+        configuration.dataDirectory = nil
         configure(&configuration)
         return NetworkEngine(baseURL: baseURL, headers: headers, configuration: configuration, queue: queue, transport: transport)
     }

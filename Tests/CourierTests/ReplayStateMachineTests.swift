@@ -1,0 +1,124 @@
+import Testing
+@testable import Courier
+
+/// Tier 1: the outbox replay rules (ordering, backoff, what an answer means), with no I/O.
+@Suite("ReplayStateMachine")
+struct ReplayStateMachineTests {
+    typealias Machine = ReplayStateMachine
+
+    private func head(_ id: String, attempts: Int = 0, next: Double = 0, expires: Double? = nil, max: Int? = nil, lease: Double? = nil) -> Machine.Head {
+        Machine.Head(id: id, attempts: attempts, maximumAttempts: max, expiresAt: expires, nextAttemptAt: next, leasedUntil: lease)
+    }
+
+    @Test func nothingIsClaimedWhileUnreachableAndReachabilityStartsTheReplay() {
+        var machine = Machine(isReachable: false)
+        #expect(machine.timerFired() == .idle)
+        #expect(machine.flush() == .idle)
+        #expect(machine.reachabilityChanged(true) == .claimHead(ignoringSchedule: false))
+        // A second wake-up while the claim is out does not claim twice.
+        #expect(machine.timerFired() == .idle)
+        #expect(machine.headClaimed(head("a"), decision: .send) == .send(id: "a"))
+        #expect(machine.timerFired() == .idle, "one request per origin at a time")
+    }
+
+    @Test func answersAreSortedIntoDeliveredPermanentAndRetry() {
+        let cases: [(Machine.Outcome, Machine.Completion?)] = [
+            (.answered(status: 200, retryAfter: nil), .delivered),
+            (.answered(status: 201, retryAfter: nil), .delivered),
+            (.answered(status: 204, retryAfter: nil), .delivered),
+            (.answered(status: 400, retryAfter: nil), .failedPermanently),
+            (.answered(status: 404, retryAfter: nil), .failedPermanently),
+            (.answered(status: 409, retryAfter: nil), .failedPermanently),
+            (.answered(status: 422, retryAfter: nil), .failedPermanently),
+            (.answered(status: 408, retryAfter: nil), nil),
+            (.answered(status: 429, retryAfter: nil), nil),
+            (.answered(status: 500, retryAfter: nil), nil),
+            (.answered(status: 503, retryAfter: nil), nil),
+            (.answered(status: 304, retryAfter: nil), nil),
+            (.noAnswer, nil),
+        ]
+        for (outcome, expected) in cases { #expect(Machine.classify(outcome) == expected, "\(outcome)") }
+    }
+
+    @Test func backoffDoublesWithJitterUpToTheCapAndHonoursRetryAfter() {
+        let machine = Machine(isReachable: true, backoff: .init(base: 1, cap: 60))
+        #expect(machine.delay(afterAttempts: 1, jitter: 1) == 1)
+        #expect(machine.delay(afterAttempts: 1, jitter: 0) == 0.5)
+        #expect(machine.delay(afterAttempts: 2, jitter: 1) == 2)
+        #expect(machine.delay(afterAttempts: 4, jitter: 1) == 8)
+        #expect(machine.delay(afterAttempts: 30, jitter: 1) == 60)
+        #expect(machine.delay(afterAttempts: 1000, jitter: 0.5) == 45)
+        #expect(machine.delay(afterAttempts: 1, jitter: 1, retryAfter: 120) == 120, "never sooner than Retry-After")
+        #expect(machine.delay(afterAttempts: 6, jitter: 1, retryAfter: 3) == 32, "Retry-After is a floor, not a ceiling")
+    }
+
+    @Test func aFailedAttemptIsRetriedLaterAndHoldsBackTheRest() {
+        var machine = Machine(isReachable: true, backoff: .init(base: 2, cap: 60))
+        _ = machine.timerFired()
+        #expect(machine.headClaimed(head("a"), decision: .send) == .send(id: "a"))
+        let (completion, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .answered(status: 503, retryAfter: nil), now: 100, jitter: 1)
+        #expect(completion == .retry(at: 102))
+        #expect(next == .claimHead(ignoringSchedule: false))
+        // The head ("a", due at 102) is read again: the machine waits for it rather than sending "b".
+        let decision = Machine.decide(head("a", attempts: 1, next: 102), now: 100)
+        #expect(decision == .wait(until: 102))
+        #expect(machine.headClaimed(head("a", attempts: 1, next: 102), decision: decision) == .wake(at: 102))
+        #expect(machine.timerFired() == .claimHead(ignoringSchedule: false))
+    }
+
+    @Test func deliveredRowsLeadToTheNextInOrder() {
+        var machine = Machine(isReachable: true)
+        _ = machine.reachabilityChanged(true)
+        var sent: [String] = []
+        for id in ["a", "b", "c"] {
+            let action = machine.headClaimed(head(id), decision: .send)
+            guard case .send(let sending) = action else { Issue.record("expected a send, got \(action)"); return }
+            sent.append(sending)
+            let (completion, next) = machine.attemptFinished(id: id, attempts: 1, outcome: .answered(status: 200, retryAfter: nil), now: 0, jitter: 0)
+            #expect(completion == .delivered)
+            #expect(next == .claimHead(ignoringSchedule: false))
+        }
+        #expect(sent == ["a", "b", "c"])
+        #expect(machine.headClaimed(nil, decision: nil) == .idle)
+    }
+
+    @Test func expiryAndAttemptLimitsDeadLetterBeforeAnythingIsSent() {
+        #expect(Machine.decide(head("a", expires: 50), now: 50) == .deadLetter(.expired))
+        #expect(Machine.decide(head("a", expires: 50), now: 49) == .send)
+        #expect(Machine.decide(head("a", attempts: 3, max: 3), now: 0) == .deadLetter(.tooManyAttempts))
+        #expect(Machine.decide(head("a", attempts: 2, max: 3), now: 0) == .send)
+        // A dead letter does not stop the replay: the next head is read.
+        var machine = Machine(isReachable: true)
+        _ = machine.timerFired()
+        #expect(machine.headClaimed(head("a", expires: 1), decision: .deadLetter(.expired)) == .claimHead(ignoringSchedule: false))
+    }
+
+    @Test func anotherLiveReplayersLeaseIsWaitedForAndAFlushIgnoresOnlyTheSchedule() {
+        #expect(Machine.decide(head("a", lease: 130), now: 100) == .wait(until: 130))
+        #expect(Machine.decide(head("a", lease: 90), now: 100) == .send, "an expired lease is taken over")
+        #expect(Machine.decide(head("a", next: 500), now: 100, ignoringSchedule: true) == .send)
+        #expect(Machine.decide(head("a", next: 500, lease: 130), now: 100, ignoringSchedule: true) == .wait(until: 130))
+        var machine = Machine(isReachable: true)
+        #expect(machine.flush() == .claimHead(ignoringSchedule: true))
+        #expect(machine.headClaimed(head("a"), decision: .send) == .send(id: "a"))
+        let (_, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .answered(status: 200, retryAfter: nil), now: 0, jitter: 0)
+        #expect(next == .claimHead(ignoringSchedule: true), "a flush goes on until the outbox is empty")
+        let (_, afterFailure) = { () -> (Machine.Completion, Machine.Action) in
+            _ = machine.headClaimed(head("b"), decision: .send)
+            return machine.attemptFinished(id: "b", attempts: 1, outcome: .noAnswer, now: 0, jitter: 0)
+        }()
+        #expect(afterFailure == .claimHead(ignoringSchedule: false), "a failure ends the flush")
+        #expect(!machine.isFlushing)
+    }
+
+    @Test func goingUnreachableStopsClaimingButLetsTheAttemptInFlightFinish() {
+        var machine = Machine(isReachable: true)
+        _ = machine.timerFired()
+        _ = machine.headClaimed(head("a"), decision: .send)
+        #expect(machine.reachabilityChanged(false) == .idle)
+        let (completion, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .noAnswer, now: 10, jitter: 1)
+        #expect(completion == .retry(at: 11))
+        #expect(next == .idle)
+        #expect(machine.reachabilityChanged(true) == .claimHead(ignoringSchedule: false))
+    }
+}
