@@ -64,6 +64,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A child process for the outbox crash test (killed with SIGKILL at random moments).
+        .executableTarget(
+            name: "courier-outbox-child",
+            dependencies: ["Courier"],
+            path: "Sources/CourierOutboxChild",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "CourierTests",
             dependencies: [
@@ -71,6 +78,7 @@ let package = Package(
                 "CourierTestServer",
                 // The CLI tests run the built binary; depending on it makes `swift test` build it.
                 "courier",
+                "courier-outbox-child",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

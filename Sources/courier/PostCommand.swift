@@ -16,6 +16,11 @@ struct PostCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A JSON document to send as the body.", valueName: "json"))
     var json: String?
 
+    @Flag(help: "If the host cannot be reached, freeze the request in the outbox (print 'frozen <id>', exit 0); 'courier outbox flush' sends it later.")
+    var freezable = false
+
+    @OptionGroup var dataDirectory: OutboxCommand.DataDirectoryOption
+
     func run() async throws {
         try await runPost()
     }
@@ -41,7 +46,12 @@ struct PostCommand: AsyncParsableCommand {
             }
             body = .form(form)
         }
-        let engine = try options.makeEngine()
-        try await options.run(engine.operation(url: options.url, method: .post, body: body), on: engine)
+        let engine = try options.makeEngine {
+            $0.dataDirectory = dataDirectory.url
+            $0.replaysOutbox = false
+        }
+        let operation = engine.operation(url: options.url, method: .post, body: body)
+        operation.isFreezable = freezable
+        try await options.run(operation, on: engine)
     }
 }

@@ -33,7 +33,7 @@ struct RequestOptions: ParsableArguments {
     }
 
     /// An engine for this one request: every status is a response (the exit code tells them apart).
-    func makeEngine() throws -> NetworkEngine {
+    func makeEngine(_ adjust: (inout NetworkEngine.Configuration) -> Void = { _ in }) throws -> NetworkEngine {
         if let timeout, !(timeout > 0 && timeout.isFinite) {
             throw CLIFailure.usage("--timeout must be a positive number of seconds")
         }
@@ -46,6 +46,7 @@ struct RequestOptions: ParsableArguments {
                 $0.timeouts.read = .milliseconds(Int64(timeout * 1000))
                 $0.timeouts.connect = .milliseconds(Int64(min(timeout, 10) * 1000))
             }
+            adjust(&$0)
         }
         return NetworkEngine(baseURL: url, configuration: configuration, queue: NetworkQueue())
     }
@@ -55,6 +56,17 @@ struct RequestOptions: ParsableArguments {
         for (name, value) in try parsedHeaders() { operation.setHeader(value, forName: name) }
         let response: NetworkResponse
         do {
+            if operation.isFreezable {
+                // Frozen is an answer of its own: print the entry's id and stop (the outbox replays it later).
+                let events = operation.events
+                engine.enqueue(operation)
+                for await event in events {
+                    if case .frozen(let entry) = event {
+                        print("frozen \(entry.id)")
+                        return
+                    }
+                }
+            }
             response = try await engine.send(operation)
         } catch {
             throw CLIFailure(exitCode: 1, message: error.description)

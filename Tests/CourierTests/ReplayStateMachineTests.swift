@@ -94,10 +94,11 @@ struct ReplayStateMachineTests {
     }
 
     @Test func anotherLiveReplayersLeaseIsWaitedForAndAFlushIgnoresOnlyTheSchedule() {
-        #expect(Machine.decide(head("a", lease: 130), now: 100) == .wait(until: 130))
+        #expect(Machine.decide(head("a", lease: 130), now: 100) == .wait(until: 101), "looked at again every second")
+        #expect(Machine.decide(head("a", lease: 100.5), now: 100) == .wait(until: 100.5))
         #expect(Machine.decide(head("a", lease: 90), now: 100) == .send, "an expired lease is taken over")
         #expect(Machine.decide(head("a", next: 500), now: 100, ignoringSchedule: true) == .send)
-        #expect(Machine.decide(head("a", next: 500, lease: 130), now: 100, ignoringSchedule: true) == .wait(until: 130))
+        #expect(Machine.decide(head("a", next: 500, lease: 130), now: 100, ignoringSchedule: true) == .wait(until: 101))
         var machine = Machine(isReachable: true)
         #expect(machine.flush() == .claimHead(ignoringSchedule: true))
         #expect(machine.headClaimed(head("a"), decision: .send) == .send(id: "a"))

@@ -32,6 +32,7 @@ final class EngineConnectivity: Sendable {
     let wifiOnlyMode: Bool
     let dataDirectory: URL?
     let retry: OutboxRetry
+    let replaysAutomatically: Bool
     let callbackQueue: DispatchQueue
     /// `scheme://host:port` of the engine, or `nil` when its base URL is invalid.
     let origin: String?
@@ -45,6 +46,7 @@ final class EngineConnectivity: Sendable {
         self.wifiOnlyMode = configuration.wifiOnlyMode
         self.dataDirectory = configuration.dataDirectory
         self.retry = configuration.outboxRetry
+        self.replaysAutomatically = configuration.replaysOutbox
         self.callbackQueue = configuration.callbackQueue
         self.reachability = configuration.reachability
             ?? Self.systemReachability(host: baseURL?.host ?? "", port: baseURL?.port, logger: configuration.logger)
@@ -61,7 +63,7 @@ final class EngineConnectivity: Sendable {
             }
         }
         var replayer: OutboxReplayer?
-        if let origin, let dataDirectory, OutboxDatabase.exists(at: dataDirectory), let database = try? OutboxDatabase.open(at: dataDirectory) {
+        if replaysAutomatically, let origin, let dataDirectory, OutboxDatabase.exists(at: dataDirectory), let database = try? OutboxDatabase.open(at: dataDirectory) {
             replayer = OutboxReplayer(
                 database: database, origin: origin, retry: retry, isReachable: reachability.status.isReachable, makeOperation: makeOperation)
         }
@@ -196,9 +198,10 @@ final class EngineConnectivity: Sendable {
         return try? OutboxDatabase.open(at: dataDirectory)
     }
 
-    /// The engine's replayer, made on first need.
-    func replayer() -> OutboxReplayer? {
-        guard let origin, let database = outboxDatabase(), let makeOperation = makeReplay.withLockedValue({ $0 }) else { return nil }
+    /// The engine's replayer, made on first need (only when the engine replays automatically, unless
+    /// `creating` asks for one regardless, as a flush does).
+    func replayer(creating: Bool = false) -> OutboxReplayer? {
+        guard replaysAutomatically || creating, let origin, let database = outboxDatabase(), let makeOperation = makeReplay.withLockedValue({ $0 }) else { return nil }
         let isReachable = reachability.status.isReachable
         let (replayer, isNew) = state.withLockedValue { state -> (OutboxReplayer?, Bool) in
             if state.isStopped { return (nil, false) }

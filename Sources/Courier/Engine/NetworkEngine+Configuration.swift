@@ -63,6 +63,10 @@ extension NetworkEngine {
         public var credentialProvider: (@Sendable (URL) -> HTTPFields)?
         /// How frozen requests are retried.
         public var outboxRetry = OutboxRetry()
+        /// Whether the engine replays its host's frozen requests by itself (when its host becomes reachable,
+        /// when something is frozen, and at start-up if the outbox holds some). On by default; a command-line
+        /// tool that only freezes turns it off and replays with ``NetworkEngine/flushOutbox()``.
+        public var replaysOutbox = true
 
         /// The defaults.
         public init() {}

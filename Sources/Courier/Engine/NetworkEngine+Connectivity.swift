@@ -27,9 +27,11 @@ extension NetworkEngine {
     }
 
     /// Sends now, in order, the frozen requests of this engine's host, ignoring their retry times (not
-    /// reachability). Returns when the replay is idle again: everything sent, the host unreachable, or
-    /// an attempt failed and must wait (outcomes are on ``outboxEvents``).
-    public func flushOutbox() async {
-        await context.connectivity.replayer()?.flush()
+    /// reachability). Returns when the replay is idle again (everything sent, the host unreachable, or
+    /// an attempt failed and must wait) with what happened meanwhile; ``outboxEvents`` has it too.
+    /// - Returns: The outcomes of this flush, in order.
+    @discardableResult
+    public func flushOutbox() async -> [OutboxEvent] {
+        await context.connectivity.replayer(creating: true)?.flush() ?? []
     }
 }

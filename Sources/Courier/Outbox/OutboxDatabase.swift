@@ -58,6 +58,9 @@ final class OutboxDatabase: Sendable {
         try fileManager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        // A frozen request is reported only once it would survive a power cut, not just a crash:
+        // every commit is synced (WAL's default, NORMAL, survives only a crash of the process).
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         pool = try DatabasePool(path: directory.appendingPathComponent("outbox.sqlite").path, configuration: configuration)
         try pool.write { db in
             try db.execute(sql: """

@@ -9,7 +9,9 @@ final class OutboxReplayer: Sendable {
     private struct State {
         var machine: ReplayStateMachine
         var timer: Task<Void, Never>?
-        var flushWaiters: [CheckedContinuation<Void, Never>] = []
+        var flushWaiters: [CheckedContinuation<[OutboxEvent], Never>] = []
+        /// What happened during the current flush, for its callers.
+        var flushLog: [OutboxEvent] = []
         var isStopped = false
     }
 
@@ -42,7 +44,7 @@ final class OutboxReplayer: Sendable {
 
     /// Sends now what can be sent, ignoring retry times; returns when the replay is idle again (nothing
     /// pending, the host unreachable, or an attempt that must wait).
-    func flush() async {
+    func flush() async -> [OutboxEvent] {
         await withCheckedContinuation { continuation in
             let action = state.withLockedValue { state in
                 guard !state.isStopped else { return ReplayStateMachine.Action.idle }
@@ -62,16 +64,24 @@ final class OutboxReplayer: Sendable {
             return (state.timer, state.flushWaiters)
         }
         timer?.cancel()
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters { waiter.resume(returning: []) }
     }
 
     private func resumeFlushWaitersIfIdle() {
-        let waiters = state.withLockedValue { state -> [CheckedContinuation<Void, Never>] in
-            guard state.isStopped || (state.machine.sending == nil && !state.machine.isClaiming && !state.machine.isFlushing) else { return [] }
-            defer { state.flushWaiters = [] }
-            return state.flushWaiters
+        let (waiters, log) = state.withLockedValue { state -> ([CheckedContinuation<[OutboxEvent], Never>], [OutboxEvent]) in
+            guard state.isStopped || (state.machine.sending == nil && !state.machine.isClaiming && !state.machine.isFlushing) else { return ([], []) }
+            defer { state.flushWaiters = []; state.flushLog = [] }
+            return (state.flushWaiters, state.flushLog)
         }
-        for waiter in waiters { waiter.resume() }
+        for waiter in waiters { waiter.resume(returning: log) }
+    }
+
+    /// Publishes an event, and logs it for a flush under way.
+    private func publish(_ event: OutboxEvent) {
+        state.withLockedValue { state in
+            if !state.flushWaiters.isEmpty { state.flushLog.append(event) }
+        }
+        database.publish(event, origin: origin)
     }
 
     private func run(_ first: ReplayStateMachine.Action) {
@@ -151,23 +161,23 @@ final class OutboxReplayer: Sendable {
         switch completion {
         case .delivered:
             let answer = response ?? NetworkResponse(status: .ok, url: record.url)
-            database.publish(.delivered(updated.entry, answer), origin: origin)
+            publish(.delivered(updated.entry, answer))
             database.detachOperation(for: record.id)?.finish(.success(answer))
         case .failedPermanently:
             let answer = response ?? NetworkResponse(status: .badRequest, url: record.url)
-            database.publish(.failedPermanently(updated.entry, answer), origin: origin)
+            publish(.failedPermanently(updated.entry, answer))
             database.detachOperation(for: record.id)?.finish(result.flatMap { _ in
                 .failure(NetworkError(.unacceptableStatus, "the server refused the frozen request with \(answer.statusCode)", url: record.url.absoluteString, response: answer))
             })
         case .retry(let at):
             updated.nextAttemptAt = at
-            database.publish(.retryScheduled(updated.entry), origin: origin)
+            publish(.retryScheduled(updated.entry))
         }
         run(next)
     }
 
     private func deadLettered(_ record: OutboxRecord) {
-        database.publish(.deadLettered(record.entry), origin: origin)
+        publish(.deadLettered(record.entry))
         let reason = record.deadReason == .expired ? "its time to live ran out" : "it used up its \(record.attempts) attempts"
         database.detachOperation(for: record.id)?.finish(.failure(NetworkError(
             .deadLettered, "the frozen request was given up: \(reason)", url: record.url.absoluteString)))

@@ -83,9 +83,13 @@ struct ReplayStateMachine {
         self.backoff = backoff
     }
 
+    /// How often a row leased by another live replayer is looked at again (so a holder that dies is
+    /// noticed within this many seconds, not when its lease runs out).
+    static let leaseRecheck: Double = 1
+
     /// The decision for a head row: dead-letter rules first, then its schedule and any lease.
     static func decide(_ head: Head, now: Double, ignoringSchedule: Bool = false) -> HeadDecision {
-        if let leasedUntil = head.leasedUntil, leasedUntil > now { return .wait(until: leasedUntil) }
+        if let leasedUntil = head.leasedUntil, leasedUntil > now { return .wait(until: min(leasedUntil, now + leaseRecheck)) }
         if let expiresAt = head.expiresAt, now >= expiresAt { return .deadLetter(.expired) }
         if let maximum = head.maximumAttempts, head.attempts >= maximum { return .deadLetter(.tooManyAttempts) }
         if !ignoringSchedule && head.nextAttemptAt > now { return .wait(until: head.nextAttemptAt) }

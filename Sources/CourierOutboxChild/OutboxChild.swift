@@ -1,0 +1,65 @@
+import Courier
+import Foundation
+
+/// A helper process for the outbox crash test (Tests/CourierTests/OutboxCrashTests.swift), built with the
+/// package so the test can SIGKILL it at random moments:
+///
+///     courier-outbox-child freeze BASE_URL DATA_DIR COUNT   # freeze POST BASE_URL/anything/N, keys crash-N
+///     courier-outbox-child replay BASE_URL DATA_DIR         # replay until the outbox is empty
+///
+/// `freeze` is resumable, as an app would be: it skips the keys already in the outbox (a request whose
+/// key is there was committed), so after a kill it freezes only what is missing.
+@main
+enum OutboxChild {
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        guard arguments.count >= 3, let directory = Optional(URL(fileURLWithPath: arguments[2], isDirectory: true)) else {
+            FileHandle.standardError.write(Data("usage: courier-outbox-child freeze|replay BASE_URL DATA_DIR [COUNT]\n".utf8))
+            exit(2)
+        }
+        switch arguments[0] {
+        case "freeze": await freeze(base: arguments[1], directory: directory, count: Int(arguments.count > 3 ? arguments[3] : "") ?? 500)
+        case "replay": await replay(base: arguments[1], directory: directory)
+        default: exit(2)
+        }
+    }
+
+    nonisolated static func freeze(base: String, directory: URL, count: Int) async {
+        let engine = NetworkEngine(baseURL: base, configuration: .init {
+            $0.reachability = ManualReachability(.unreachable)
+            $0.dataDirectory = directory
+            $0.replaysOutbox = false
+        }, queue: NetworkQueue())
+        let done = Set(((try? Outbox(directory: directory))?.entries ?? []).map(\.idempotencyKey))
+        for n in 0..<count where !done.contains("crash-\(n)") {
+            let op = engine.operation(path: "anything/\(n)", method: .post, body: .text("payload \(n)"))
+            op.isFreezable = true
+            op.setHeader("crash-\(n)", forName: "Idempotency-Key")
+            let events = op.events
+            engine.enqueue(op)
+            for await event in events {
+                if case .frozen = event { break }
+                if case .failure(let error) = event {
+                    FileHandle.standardError.write(Data("not frozen: \(error)\n".utf8))
+                    exit(1)
+                }
+            }
+        }
+        print("frozen all")
+        exit(0)
+    }
+
+    nonisolated static func replay(base: String, directory: URL) async {
+        let engine = NetworkEngine(baseURL: base, configuration: .init {
+            $0.reachability = ManualReachability(.reachable(via: .wired))
+            $0.dataDirectory = directory
+            $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(10), maximumDelay: .milliseconds(100), lease: .seconds(30))
+        }, queue: NetworkQueue())
+        guard let outbox = engine.outbox else { exit(1) }
+        while !outbox.entries.filter({ $0.state == .pending }).isEmpty {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        print("replayed all")
+        exit(0)
+    }
+}

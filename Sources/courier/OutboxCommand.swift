@@ -1,0 +1,124 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+/// `courier outbox list|flush|drop|clear`: the requests `post --freezable` froze.
+struct OutboxCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "outbox",
+        abstract: "Look at, send or remove the requests frozen by 'courier post --freezable'.",
+        subcommands: [List.self, Flush.self, Drop.self, Clear.self])
+
+    /// `--data-dir DIR`, shared by `post` and the subcommands.
+    struct DataDirectoryOption: ParsableArguments {
+        @Option(help: ArgumentHelp("The data directory holding the outbox (default: the platform data directory).", valueName: "dir"))
+        var dataDir: String?
+
+        var url: URL { dataDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? Outbox.defaultDirectory }
+
+        func open() throws -> Outbox {
+            do {
+                return try Outbox(directory: url)
+            } catch {
+                throw CLIFailure(exitCode: 1, message: error.description)
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "Print each frozen request: id, method, URL, attempts, age, state.")
+        @OptionGroup var options: DataDirectoryOption
+
+        func run() throws {
+            let entries = try options.open().entries
+            if entries.isEmpty {
+                print("the outbox is empty")
+                return
+            }
+            print(["ID", "METHOD", "URL", "ATTEMPTS", "AGE", "STATE"].joined(separator: "\t"))
+            for entry in entries {
+                print([entry.id, entry.method.rawValue, entry.url.absoluteString, "\(entry.attempts)",
+                       OutboxCommand.age(since: entry.createdAt), OutboxCommand.describe(entry)].joined(separator: "\t"))
+            }
+        }
+    }
+
+    struct Flush: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "flush", abstract: "Send now, in order, what can be sent; print each outcome. Exit 1 if anything is left pending.")
+        @OptionGroup var options: DataDirectoryOption
+
+        func run() async throws {
+            try await flush()
+        }
+
+        nonisolated func flush() async throws {
+            let outbox = try options.open()
+            let origins = Set(outbox.entries.filter { $0.state == .pending }.map { OutboxCommand.origin(of: $0.url) })
+            for origin in origins.sorted() {
+                let engine = NetworkEngine(baseURL: origin, configuration: .init {
+                    $0.dataDirectory = options.url
+                    $0.replaysOutbox = false
+                    $0.timeouts.connect = .seconds(5)
+                    $0.timeouts.read = .seconds(30)
+                }, queue: NetworkQueue())
+                for event in await engine.flushOutbox() { print(OutboxCommand.describe(event)) }
+            }
+            let left = outbox.entries.filter { $0.state == .pending }.count
+            if left > 0 { throw CLIFailure(exitCode: 1, message: "\(left) frozen request(s) still pending") }
+        }
+    }
+
+    struct Drop: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "drop", abstract: "Remove one frozen request; it will not be sent.")
+        @OptionGroup var options: DataDirectoryOption
+        @Argument(help: "The id, as 'courier outbox list' prints it.") var id: String
+
+        func run() throws {
+            guard try options.open().drop(id) else { throw CLIFailure(exitCode: 1, message: "no frozen request with id \(id)") }
+            print("dropped \(id)")
+        }
+    }
+
+    struct Clear: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "clear", abstract: "Remove every frozen request.")
+        @OptionGroup var options: DataDirectoryOption
+
+        func run() throws {
+            print("cleared \(try options.open().clear()) frozen request(s)")
+        }
+    }
+
+    static func origin(of url: URL) -> String {
+        let scheme = url.scheme ?? "http"
+        return "\(scheme)://\(url.host ?? "")" + (url.port.map { ":\($0)" } ?? "")
+    }
+
+    static func age(since date: Date) -> String {
+        let seconds = max(0, Int(Date().timeIntervalSince(date)))
+        switch seconds {
+        case ..<60: return "\(seconds)s"
+        case ..<3600: return "\(seconds / 60)m"
+        case ..<86400: return "\(seconds / 3600)h"
+        default: return "\(seconds / 86400)d"
+        }
+    }
+
+    static func describe(_ entry: OutboxEntry) -> String {
+        switch entry.state {
+        case .pending: entry.lastStatus.map { "pending (last answer \($0))" } ?? (entry.lastError != nil ? "pending (no answer yet)" : "pending")
+        case .deadLettered(let reason): "dead (\(reason.rawValue))"
+        }
+    }
+
+    static func describe(_ event: OutboxEvent) -> String {
+        switch event {
+        case .frozen(let entry): "frozen \(entry.id)"
+        case .delivered(let entry, let response): "delivered \(entry.id) \(response.statusCode) \(entry.method) \(entry.url)"
+        case .failedPermanently(let entry, let response): "failed \(entry.id) \(response.statusCode) \(entry.method) \(entry.url)"
+        case .retryScheduled(let entry):
+            "retry \(entry.id) \(entry.lastStatus.map(String.init) ?? "no answer") (next attempt in \(max(0, Int(entry.nextAttemptAt.timeIntervalSinceNow.rounded())))s)"
+        case .deadLettered(let entry): "dead \(entry.id) \(describe(entry))"
+        }
+    }
+}
