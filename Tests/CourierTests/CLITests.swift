@@ -139,6 +139,59 @@ struct CLITests {
         #expect(afterClear.stderr == "courier: cache miss\n")
     }
 
+    @Test func freezablePostsWaitInTheOutboxUntilFlushed() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-outbox-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // A port with nobody listening: the server is away.
+        let away = try await TestServer.start()
+        let port = away.port
+        try await away.shutdown()
+        let url = "http://127.0.0.1:\(port)/anything/orders"
+        let frozen = try await courier("post", "--freezable", url, "-d", "item=1", "-H", "Authorization: Bearer cli-secret-42", "--data-dir", directory)
+        #expect(frozen.status == 0, "\(frozen.stderr)")
+        #expect(frozen.stdout.hasPrefix("frozen "))
+        let id = String(frozen.stdout.dropFirst("frozen ".count)).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try await courier("post", "--freezable", url, "-d", "item=2", "--data-dir", directory).status == 0)
+        #expect(try await courier("post", "--freezable", url, "-d", "item=3", "--data-dir", directory).status == 0)
+        // Not freezable: an ordinary network error.
+        #expect(try await courier("post", url, "-d", "item=4", "--data-dir", directory).status == 1)
+
+        let list = try await courier("outbox", "list", "--data-dir", directory)
+        let lines = list.stdout.split(separator: "\n")
+        #expect(lines.first == "ID\tMETHOD\tURL\tATTEMPTS\tAGE\tSTATE")
+        #expect(lines.count == 4)
+        #expect(lines.dropFirst().allSatisfy { $0.contains("\tPOST\t\(url)\t0\t") && $0.hasSuffix("\tpending") })
+        #expect(lines[1].hasPrefix(id))
+        var everything = Data()
+        for case let file as URL in FileManager.default.enumerator(at: URL(fileURLWithPath: directory), includingPropertiesForKeys: nil)! {
+            everything.append(FileManager.default.contents(atPath: file.path) ?? Data())
+        }
+        #expect(everything.range(of: Data("cli-secret-42".utf8)) == nil, "the credential reached the outbox")
+
+        let dropped = try await courier("outbox", "drop", id, "--data-dir", directory)
+        #expect(dropped.stdout == "dropped \(id)\n")
+        #expect(try await courier("outbox", "drop", id, "--data-dir", directory).status == 1)
+
+        // Still away: flushing reports a retry and exits 1.
+        let failed = try await courier("outbox", "flush", "--data-dir", directory)
+        #expect(failed.status == 1)
+        #expect(failed.stdout.hasPrefix("retry "))
+
+        let server = try await TestServer.start(port: port)
+        defer { Task { try? await server.shutdown() } }
+        let flushed = try await courier("outbox", "flush", "--data-dir", directory)
+        #expect(flushed.status == 0, "\(flushed.stderr)")
+        let outcomes = flushed.stdout.split(separator: "\n")
+        #expect(outcomes.count == 2)
+        #expect(outcomes.allSatisfy { $0.hasPrefix("delivered ") && $0.contains(" 200 POST ") })
+        #expect(server.recordedRequests.map { String(decoding: $0.body, as: UTF8.self) } == ["item=2", "item=3"])
+        #expect(Set(server.recordedRequests.compactMap { $0.header("idempotency-key") }).count == 2)
+        #expect(try await courier("outbox", "list", "--data-dir", directory).stdout == "the outbox is empty\n")
+        #expect(try await courier("post", "--freezable", "http://127.0.0.1:\(port)/status/503", "--data-dir", directory).status == 5,
+                "a server that answers is an answer, even a 503: only an unreachable host freezes")
+        #expect(try await courier("outbox", "clear", "--data-dir", directory).stdout == "cleared 0 frozen request(s)\n")
+    }
+
     @Test func demoShowsTheQueueAtWork() async throws {
         let started = ContinuousClock.now
         let demo = try await courier("demo")
