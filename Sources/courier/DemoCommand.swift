@@ -9,7 +9,7 @@ import Synchronization
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Start a local server and show the shared queue at work: limits, priorities, coalescing, cancellation, progress, errors.")
+        abstract: "Start a local server and show the shared queue at work: limits, priorities, coalescing, cancellation, progress, errors, freezing.")
 
     func run() async throws {
         try await Demo().run()
@@ -30,6 +30,7 @@ struct Demo {
             try await cancellation(engine, server)
             try await downloadProgress(engine, server)
             await typedErrors(engine, server)
+            try await offlineOutbox()
         } catch {
             try? await server.shutdown()
             throw error
@@ -38,7 +39,7 @@ struct Demo {
         say("Done. Every scene ran against 127.0.0.1 only.")
     }
 
-    private func say(_ line: String) {
+    func say(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 

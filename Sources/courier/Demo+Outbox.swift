@@ -1,0 +1,56 @@
+import Courier
+import CourierTestServer
+import Foundation
+
+extension Demo {
+    /// Scene 7: the server goes away, freezable posts are frozen in a durable outbox, the server comes
+    /// back, the outbox delivers them, and the server shows each Idempotency-Key exactly once.
+    nonisolated func offlineOutbox() async throws {
+        say("7. Freezing: an outbox that survives the server going away")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-demo-outbox-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let away = try await TestServer.start()
+        let port = away.port
+        try await away.shutdown()
+        say("   the server on port \(port) went away")
+        let engine = NetworkEngine(host: "127.0.0.1", port: port, isSecure: false, configuration: .init {
+            $0.dataDirectory = directory
+            $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(100), maximumDelay: .milliseconds(300))
+        }, queue: NetworkQueue())
+        let events = engine.outboxEvents
+        let posts = (1...3).map { n in
+            let op = engine.operation(path: "/anything/notes", method: .post, body: .json(["note": "note \(n)"]))
+            op.isFreezable = true
+            return op
+        }
+        for op in posts { engine.enqueue(op) }
+        var frozen = 0
+        var delivered = 0
+        var server: TestServer?
+        for await event in events {
+            switch event {
+            case .frozen(let entry):
+                frozen += 1
+                say("   frozen \(entry.id.prefix(8)): committed to the outbox, Idempotency-Key \(entry.idempotencyKey.prefix(8))…")
+                if frozen == posts.count {
+                    server = try await TestServer.start(port: port)
+                    say("   the server is back on port \(port); the outbox retries with backoff")
+                }
+            case .delivered(let entry, let response):
+                delivered += 1
+                say("   delivered \(entry.id.prefix(8)) on replay attempt \(entry.attempts): \(response.statusCode)")
+            case .retryScheduled, .failedPermanently, .deadLettered:
+                break
+            }
+            if delivered == posts.count { break }
+        }
+        for op in posts { _ = try await op.response() }
+        if let server {
+            var counts: [String: Int] = [:]
+            for request in server.recordedRequests { counts[request.header("idempotency-key") ?? "none", default: 0] += 1 }
+            let summary = counts.values.allSatisfy { $0 == 1 } ? "each exactly once" : "duplicates: \(counts.filter { $0.value > 1 })"
+            say("   the server saw \(counts.count) Idempotency-Keys, \(summary)\n")
+            try await server.shutdown()
+        }
+    }
+}
