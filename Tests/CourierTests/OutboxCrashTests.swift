@@ -46,8 +46,8 @@ struct OutboxCrashTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let outbox = try Outbox(directory: directory)
         var freezeKills = 0
-        for _ in 0..<3 {
-            let target = rowCount(outbox) + Int.random(in: 1...120, using: &generator)
+        for _ in 0..<6 where freezeKills < 3 && rowCount(outbox) < 450 {
+            let target = min(rowCount(outbox) + Int.random(in: 1...100, using: &generator), 480)
             let (killed, _) = try await runChild(["freeze", server.baseURL, directory.path, "500"]) { rowCount(outbox) >= target }
             if killed { freezeKills += 1 }
         }
@@ -59,8 +59,8 @@ struct OutboxCrashTests {
 
         // Replaying, killed at random moments: remember how many requests the server had seen at each kill.
         var killMarks: [Int] = []
-        for _ in 0..<4 {
-            let target = server.requestCount + Int.random(in: 1...100, using: &generator)
+        for _ in 0..<6 where killMarks.count < 4 && server.requestCount < 400 {
+            let target = min(server.requestCount + Int.random(in: 1...100, using: &generator), 450)
             let (killed, _) = try await runChild(["replay", server.baseURL, directory.path]) { server.requestCount >= target }
             if killed {
                 kills += 1

@@ -51,7 +51,7 @@ extension NetworkOperation {
         return self
     }
 
-    /// Adds a handler called with each new state: `waiting`, `executing`, `finished`.
+    /// Adds a handler called with each new state: `waiting`, `executing`, `frozen` (freezable operations), `finished`.
     /// - Parameter handler: The handler, called on the engine's callback queue.
     /// - Returns: The operation, for chaining.
     @discardableResult
