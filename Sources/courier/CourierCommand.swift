@@ -11,7 +11,7 @@ struct CourierCommand: AsyncParsableCommand {
             2 for bad usage.
             """,
         version: "courier 0.1.0",
-        subcommands: [GetCommand.self, PostCommand.self, CacheCommand.self, OutboxCommand.self, DemoCommand.self]
+        subcommands: [GetCommand.self, PostCommand.self, CacheCommand.self, OutboxCommand.self, ReachabilityCommand.self, DemoCommand.self]
     )
 }
 

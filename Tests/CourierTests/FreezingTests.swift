@@ -55,7 +55,7 @@ struct FreezingTests {
         engine.enqueue(patient)
         engine.enqueue(impatient)
         do {
-            try await impatient.response()
+            _ = try await impatient.response()
             Issue.record("answered while unreachable")
         } catch {
             #expect(error.code == .notConnected)
@@ -148,7 +148,7 @@ struct FreezingTests {
         engine.enqueue(second)
         reachability.setStatus(.reachable(via: .wifi))
         do {
-            try await op.response()
+            _ = try await op.response()
             Issue.record("a 422 is not a success")
         } catch {
             #expect(error.code == .unacceptableStatus)
@@ -237,7 +237,7 @@ struct FreezingTests {
         reachability.setStatus(.reachable(via: .wifi))
         for op in [limited, expiring] {
             do {
-                try await op.response()
+                _ = try await op.response()
                 Issue.record("\(op) should have been given up")
             } catch {
                 #expect(error.code == .deadLettered)
