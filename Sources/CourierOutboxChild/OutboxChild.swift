@@ -4,7 +4,7 @@ import Foundation
 /// A helper process for the outbox crash test (Tests/CourierTests/OutboxCrashTests.swift), built with the
 /// package so the test can SIGKILL it at random moments:
 ///
-///     courier-outbox-child freeze BASE_URL DATA_DIR COUNT   # freeze POST BASE_URL/anything/N, keys crash-N
+///     courier-outbox-child freeze BASE_URL DATA_DIR COUNT [PACE_MS]   # freeze POST BASE_URL/anything/N, keys crash-N
 ///     courier-outbox-child replay BASE_URL DATA_DIR         # replay until the outbox is empty
 ///
 /// `freeze` is resumable, as an app would be: it skips the keys already in the outbox (a request whose
@@ -18,13 +18,17 @@ enum OutboxChild {
             exit(2)
         }
         switch arguments[0] {
-        case "freeze": await freeze(base: arguments[1], directory: directory, count: Int(arguments.count > 3 ? arguments[3] : "") ?? 500)
+        case "freeze":
+            await freeze(
+                base: arguments[1], directory: directory, count: Int(arguments.count > 3 ? arguments[3] : "") ?? 500,
+                pace: .milliseconds(Int(arguments.count > 4 ? arguments[4] : "") ?? 0))
         case "replay": await replay(base: arguments[1], directory: directory)
         default: exit(2)
         }
     }
 
-    nonisolated static func freeze(base: String, directory: URL, count: Int) async {
+    /// `pace` spaces the operations out, so a test on a loaded machine can still kill the child mid-way.
+    nonisolated static func freeze(base: String, directory: URL, count: Int, pace: Duration) async {
         let engine = NetworkEngine(baseURL: base, configuration: .init {
             $0.reachability = ManualReachability(.unreachable)
             $0.dataDirectory = directory
@@ -32,6 +36,7 @@ enum OutboxChild {
         }, queue: NetworkQueue())
         let done = Set(((try? Outbox(directory: directory))?.entries ?? []).map(\.idempotencyKey))
         for n in 0..<count where !done.contains("crash-\(n)") {
+            if pace > .zero { try? await Task.sleep(for: pace) }
             let op = engine.operation(path: "anything/\(n)", method: .post, body: .text("payload \(n)"))
             op.isFreezable = true
             op.setHeader("crash-\(n)", forName: "Idempotency-Key")

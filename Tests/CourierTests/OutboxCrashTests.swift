@@ -19,6 +19,7 @@ struct OutboxCrashTests {
         process.executableURL = Self.child
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.standardError
         try process.run()
         while process.isRunning {
             if let killWhen, killWhen() {
@@ -48,8 +49,8 @@ struct OutboxCrashTests {
         var freezeKills = 0
         for _ in 0..<6 where freezeKills < 3 && rowCount(outbox) < 450 {
             let target = min(rowCount(outbox) + Int.random(in: 1...100, using: &generator), 480)
-            let (killed, _) = try await runChild(["freeze", server.baseURL, directory.path, "500"]) { rowCount(outbox) >= target }
-            if killed { freezeKills += 1 }
+            let (killed, status) = try await runChild(["freeze", server.baseURL, directory.path, "500", "3"]) { rowCount(outbox) >= target }
+            if killed { freezeKills += 1 } else { #expect(status == 0, "the freezing child failed") }
         }
         #expect(freezeKills >= 2, "the child was killed while freezing")
         kills += freezeKills
