@@ -162,11 +162,7 @@ struct CLITests {
         #expect(lines.count == 4)
         #expect(lines.dropFirst().allSatisfy { $0.contains("\tPOST\t\(url)\t0\t") && $0.hasSuffix("\tpending") })
         #expect(lines[1].hasPrefix(id))
-        var everything = Data()
-        for case let file as URL in FileManager.default.enumerator(at: URL(fileURLWithPath: directory), includingPropertiesForKeys: nil)! {
-            everything.append(FileManager.default.contents(atPath: file.path) ?? Data())
-        }
-        #expect(everything.range(of: Data("cli-secret-42".utf8)) == nil, "the credential reached the outbox")
+        #expect(secretsFound(["cli-secret-42"], under: URL(fileURLWithPath: directory)) == [], "the credential reached the outbox")
 
         let dropped = try await courier("outbox", "drop", id, "--data-dir", directory)
         #expect(dropped.stdout == "dropped \(id)\n")

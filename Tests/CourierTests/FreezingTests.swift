@@ -174,14 +174,8 @@ struct FreezingTests {
         op.setHeader("Basic proxy-secret-555", forName: "Proxy-Authorization")
         engine.enqueue(op)
         #expect(await eventually { op.state == .frozen })
-        var everything = Data()
-        for case let file as URL in FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil)! {
-            if let data = FileManager.default.contents(atPath: file.path) { everything.append(data) }
-        }
-        #expect(!everything.isEmpty)
-        for secret in ["provider-secret-111", "op-secret-333", "cookie-secret-444", "proxy-secret-555"] {
-            #expect(everything.range(of: Data(secret.utf8)) == nil, "\(secret) reached the outbox")
-        }
+        #expect(!allBytes(under: directory).isEmpty)
+        #expect(secretsFound(["provider-secret-111", "op-secret-333", "cookie-secret-444", "proxy-secret-555"], under: directory) == [])
         let attributes = try FileManager.default.attributesOfItem(atPath: directory.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
         origin.isUp.withLockedValue { $0 = true }

@@ -75,19 +75,7 @@ public final class ResponseCache: Sendable {
     /// The platform's cache directory for Courier: `$XDG_CACHE_HOME/courier` or `~/.cache/courier`
     /// on Linux, `Caches/courier` on Apple platforms.
     public static var defaultDirectory: URL {
-        #if canImport(Darwin)
-        let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
-            ?? FileManager.default.temporaryDirectory
-        return caches.appendingPathComponent("courier", isDirectory: true)
-        #else
-        let environment = ProcessInfo.processInfo.environment
-        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
-            return URL(fileURLWithPath: xdg, isDirectory: true).appendingPathComponent("courier", isDirectory: true)
-        }
-        let home = environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
-            ?? FileManager.default.homeDirectoryForCurrentUser
-        return home.appendingPathComponent(".cache/courier", isDirectory: true)
-        #endif
+        PlatformDirectory.courier(xdgVariable: "XDG_CACHE_HOME", fallback: ".cache", apple: .cachesDirectory)
     }
 
     /// Closes the disk tier's database; it reopens on next use. Memory is kept.

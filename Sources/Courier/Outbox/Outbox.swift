@@ -25,19 +25,7 @@ public final class Outbox: Sendable {
     /// The platform's data directory for Courier: `$XDG_DATA_HOME/courier` or `~/.local/share/courier`
     /// on Linux, `Application Support/courier` on Apple platforms.
     public static var defaultDirectory: URL {
-        #if canImport(Darwin)
-        let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
-            ?? FileManager.default.temporaryDirectory
-        return support.appendingPathComponent("courier", isDirectory: true)
-        #else
-        let environment = ProcessInfo.processInfo.environment
-        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
-            return URL(fileURLWithPath: xdg, isDirectory: true).appendingPathComponent("courier", isDirectory: true)
-        }
-        let home = environment["HOME"].map { URL(fileURLWithPath: $0, isDirectory: true) }
-            ?? FileManager.default.homeDirectoryForCurrentUser
-        return home.appendingPathComponent(".local/share/courier", isDirectory: true)
-        #endif
+        PlatformDirectory.courier(xdgVariable: "XDG_DATA_HOME", fallback: ".local/share", apple: .applicationSupportDirectory)
     }
 
     /// The directory the outbox lives in.
