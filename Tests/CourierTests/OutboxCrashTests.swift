@@ -1,4 +1,4 @@
-import Courier
+@testable import Courier
 import CourierTestServer
 import Foundation
 import Testing
@@ -14,26 +14,34 @@ struct OutboxCrashTests {
 
     /// Runs the child; kills it with SIGKILL as soon as `killWhen` holds, unless it ended first.
     /// Returns whether it was killed.
-    func runChild(_ arguments: [String], killWhen: (() -> Bool)? = nil) async throws -> (killed: Bool, status: Int32) {
+    func runChild(_ arguments: [String], killWhen: (@Sendable () -> Bool)? = nil) async throws -> (killed: Bool, status: Int32) {
         let process = Process()
         process.executableURL = Self.child
         process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.standardError
         try process.run()
-        while process.isRunning {
-            if let killWhen, killWhen() {
-                kill(process.processIdentifier, SIGKILL)
+        // Watched from a thread of its own, not the test's cooperative pool, which other suites may keep
+        // busy: the kill must land while the child is still at work.
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                while process.isRunning {
+                    if let killWhen, killWhen() {
+                        kill(process.processIdentifier, SIGKILL)
+                        process.waitUntilExit()
+                        continuation.resume(returning: (true, process.terminationStatus))
+                        return
+                    }
+                    usleep(500)
+                }
                 process.waitUntilExit()
-                return (true, process.terminationStatus)
+                continuation.resume(returning: (false, process.terminationStatus))
             }
-            try await Task.sleep(for: .milliseconds(1))
         }
-        return (false, process.terminationStatus)
     }
 
     /// Rows in the outbox, read as another process would (WAL lets readers in while the child writes).
-    func rowCount(_ outbox: Outbox) -> Int { outbox.entries.count }
+    func rowCount(_ outbox: Outbox) -> Int { outbox.database.count() }
 
     @Test(.timeLimit(.minutes(5))) func fiveHundredFrozenRequestsSurviveRandomKills() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-crash-\(UUID().uuidString)")

@@ -122,4 +122,20 @@ struct ReplayStateMachineTests {
         #expect(next == .idle)
         #expect(machine.reachabilityChanged(true) == .claimHead(ignoringSchedule: false))
     }
+
+    @Test func aFlushAskedForWhileAnOrdinaryClaimIsOutStillIgnoresTheRetryTime() {
+        var machine = Machine(isReachable: true)
+        #expect(machine.timerFired() == .claimHead(ignoringSchedule: false))
+        #expect(machine.flush() == .idle, "the claim under way answers first")
+        let waiting = head("a", attempts: 1, next: 500)
+        #expect(machine.headClaimed(waiting, decision: Machine.decide(waiting, now: 100)) == .claimHead(ignoringSchedule: true))
+        #expect(machine.headClaimed(waiting, decision: Machine.decide(waiting, now: 100, ignoringSchedule: true)) == .send(id: "a"))
+        // But a row another replayer holds ends the flush.
+        var other = Machine(isReachable: true)
+        _ = other.timerFired()
+        _ = other.flush()
+        let leased = head("b", lease: 130)
+        #expect(other.headClaimed(leased, decision: Machine.decide(leased, now: 100)) == .wake(at: 101))
+        #expect(!other.isFlushing)
+    }
 }

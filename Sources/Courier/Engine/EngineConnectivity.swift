@@ -210,7 +210,8 @@ final class EngineConnectivity: Sendable {
             state.replayer = replayer
             return (replayer, true)
         }
-        if isNew { replayer?.reachabilityChanged(isReachable) }
+        // An automatic replayer starts at once; one made for a flush waits for the flush to claim.
+        if isNew && replaysAutomatically { replayer?.reachabilityChanged(isReachable) }
         return replayer
     }
 

@@ -190,6 +190,11 @@ final class OutboxDatabase: Sendable {
         return rows.compactMap(OutboxRecord.init(row:))
     }
 
+    /// How many rows there are, dead letters included.
+    func count() -> Int {
+        (try? pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") }) ?? 0
+    }
+
     /// The origins with pending rows.
     func pendingOrigins() -> [String] {
         (try? pool.read { db in

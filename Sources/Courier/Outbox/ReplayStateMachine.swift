@@ -76,6 +76,8 @@ struct ReplayStateMachine {
     private(set) var sending: String?
     /// Whether a claim is being made (its answer comes to ``headClaimed(_:decision:)``).
     private(set) var isClaiming = false
+    /// Whether the claim being made ignores retry times (was made for a flush).
+    private var claimIgnoresSchedule = false
     private(set) var isFlushing = false
 
     init(isReachable: Bool, backoff: Backoff = Backoff()) {
@@ -129,8 +131,7 @@ struct ReplayStateMachine {
         guard isReachable else { return .idle }
         isFlushing = true
         guard sending == nil, !isClaiming else { return .idle }
-        isClaiming = true
-        return .claimHead(ignoringSchedule: true)
+        return claim(ignoringSchedule: true)
     }
 
     /// The answer to ``Action/claimHead(ignoringSchedule:)``: the decision taken on the head, or `nil`
@@ -148,6 +149,11 @@ struct ReplayStateMachine {
         case .deadLetter:
             return nextClaim()
         case .wait(let until):
+            // A flush asked for while an ordinary claim was out: that claim saw the retry time, the flush
+            // must not. (A lease held by another replayer ends the flush: that one is sending.)
+            if isFlushing && !claimIgnoresSchedule && head.leasedUntil == nil {
+                return claim(ignoringSchedule: true)
+            }
             isFlushing = false
             return .wake(at: until)
         }
@@ -176,7 +182,12 @@ struct ReplayStateMachine {
             return .idle
         }
         guard sending == nil, !isClaiming else { return .idle }
+        return claim(ignoringSchedule: isFlushing)
+    }
+
+    private mutating func claim(ignoringSchedule: Bool) -> Action {
         isClaiming = true
-        return .claimHead(ignoringSchedule: isFlushing)
+        claimIgnoresSchedule = ignoringSchedule
+        return .claimHead(ignoringSchedule: ignoringSchedule)
     }
 }
