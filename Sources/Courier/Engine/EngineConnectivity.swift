@@ -22,6 +22,8 @@ final class EngineConnectivity: Sendable {
         var observer: Task<Void, Never>?
         var replayer: OutboxReplayer?
         var handler: (@Sendable (ReachabilityStatus) -> Void)?
+        /// Builds the replay of a row (set by ``start(makeOperation:)``).
+        var makeReplay: (@Sendable (OutboxRecord) -> NetworkOperation)?
         var isStopped = false
     }
 
@@ -70,23 +72,20 @@ final class EngineConnectivity: Sendable {
         state.withLockedValue { state in
             state.observer = observer
             state.replayer = replayer
+            state.makeReplay = makeOperation
         }
-        self.makeReplay.withLockedValue { $0 = makeOperation }
         replayer?.reachabilityChanged(reachability.status.isReachable)
     }
-
-    private let makeReplay = NIOLockedValueBox<(@Sendable (OutboxRecord) -> NetworkOperation)?>(nil)
 
     /// Stops following reachability and replaying (the engine is gone). Held operations fail.
     func stop() {
         let (observer, replayer, held) = state.withLockedValue { state in
             state.isStopped = true
-            defer { state.observer = nil; state.replayer = nil; state.held = [:] }
+            defer { state.observer = nil; state.replayer = nil; state.held = [:]; state.makeReplay = nil }
             return (state.observer, state.replayer, Array(state.held.values))
         }
         observer?.cancel()
         replayer?.stop()
-        makeReplay.withLockedValue { $0 = nil }
         for operation in held {
             operation.finish(.failure(NetworkError(.notConnected, "its engine was released while it waited for connectivity", url: operation.urlString)))
         }
@@ -146,19 +145,15 @@ final class EngineConnectivity: Sendable {
     /// those that wait for connectivity are held, the others fail with `.notConnected`.
     private func takeWaitingWorkOut() {
         for operation in queue.operations where operation.context.engineID == engineID && operation.state == .waiting {
-            let exit: NetworkOperation.QueueExit = operation.storage.withLockedValue { storage in
-                let exit: NetworkOperation.QueueExit
+            operation.storage.withLockedValue { storage in
                 if storage.isFreezable && !storage.isReplay && dataDirectory != nil {
-                    exit = .freeze
+                    storage.queueExit = .freeze
                 } else if storage.connectivityTimeout != nil {
-                    exit = .hold
+                    storage.queueExit = .hold
                 } else {
-                    exit = .fail(notConnected(operation))
+                    storage.queueExit = .fail(notConnected(operation))
                 }
-                storage.queueExit = exit
-                return exit
             }
-            _ = exit
             queue.cancel(operation)
         }
     }
@@ -201,11 +196,12 @@ final class EngineConnectivity: Sendable {
     /// The engine's replayer, made on first need (only when the engine replays automatically, unless
     /// `creating` asks for one regardless, as a flush does).
     func replayer(creating: Bool = false) -> OutboxReplayer? {
-        guard replaysAutomatically || creating, let origin, let database = outboxDatabase(), let makeOperation = makeReplay.withLockedValue({ $0 }) else { return nil }
+        guard replaysAutomatically || creating, let origin, let database = outboxDatabase() else { return nil }
         let isReachable = reachability.status.isReachable
         let (replayer, isNew) = state.withLockedValue { state -> (OutboxReplayer?, Bool) in
             if state.isStopped { return (nil, false) }
             if let replayer = state.replayer { return (replayer, false) }
+            guard let makeOperation = state.makeReplay else { return (nil, false) }
             let replayer = OutboxReplayer(database: database, origin: origin, retry: retry, isReachable: isReachable, makeOperation: makeOperation)
             state.replayer = replayer
             return (replayer, true)
