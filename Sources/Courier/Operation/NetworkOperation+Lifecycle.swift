@@ -55,21 +55,26 @@ extension NetworkOperation {
 
     /// The request as it goes on the wire, built on first use (once enqueued, headers no longer change).
     func preparedRequest() -> PreparedRequest {
-        storage.withLockedValue { storage in
+        if let prepared = storage.withLockedValue({ $0.prepared }) { return prepared }
+        // The engine's credential provider is the app's code: called outside the lock.
+        let credentials = requestURL.flatMap { url in context.configuration.credentialProvider?(url) } ?? [:]
+        return storage.withLockedValue { storage in
             if let prepared = storage.prepared { return prepared }
             let prepared = makePreparedRequest(
-                headers: storage.headers, redirects: storage.redirects, decompression: storage.decompression)
+                headers: storage.headers, credentials: credentials, redirects: storage.redirects, decompression: storage.decompression)
             storage.prepared = prepared
             return prepared
         }
     }
 
-    private func makePreparedRequest(headers: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?) -> PreparedRequest {
+    private func makePreparedRequest(
+        headers: HTTPFields, credentials: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?
+    ) -> PreparedRequest {
         let configuration = context.configuration
         var headers = headers
-        if let provider = configuration.credentialProvider, let url = requestURL {
-            for field in provider(url) { headers[field.name] = field.value }
-        }
+        // The provider's fields replace any of the same name (several of one name, such as cookies, are kept).
+        for name in Set(credentials.map(\.name)) { headers[name] = nil }
+        headers.append(contentsOf: credentials)
         return PreparedRequest(
             method: method,
             url: requestURL ?? URL(string: "http://invalid.invalid")!,
