@@ -151,8 +151,10 @@ final class OutboxReplayer: Sendable {
             }
         }
         let (completion, next) = state.withLockedValue { state in
-            state.machine.attemptFinished(
+            let (completion, next) = state.machine.attemptFinished(
                 id: record.id, attempts: record.attempts, outcome: outcome, now: Date().timeIntervalSince1970, jitter: Double.random(in: 0..<1))
+            // A stopped replayer (its engine is gone) records this outcome but claims nothing more.
+            return (completion, state.isStopped ? ReplayStateMachine.Action.idle : next)
         }
         database.complete(id: record.id, completion, status: response?.statusCode, error: errorText)
         var updated = record
