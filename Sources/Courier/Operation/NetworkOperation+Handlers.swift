@@ -60,6 +60,22 @@ extension NetworkOperation {
         return self
     }
 
+    /// Adds a handler called with each interim (`1xx`) response that arrives before the final one
+    /// (`100 Continue`, `103 Early Hints`), in order. An interim response is never the operation's
+    /// response. Attach it before enqueueing: the operation then runs on a connection of its own (the
+    /// pooled client hides interim responses) and is not coalesced with identical requests.
+    /// - Parameter handler: The handler, called on the engine's callback queue.
+    /// - Returns: The operation, for chaining.
+    @discardableResult
+    public func onInformationalResponse(_ handler: @escaping @Sendable (InformationalResponse) -> Void) -> Self {
+        storage.withLockedValue { storage in
+            guard storage.machine.state == .ready else { return }
+            storage.handlers.informational.append(handler)
+            storage.allowsCoalescing = false
+        }
+        return self
+    }
+
     /// Makes this operation wait until `dependency` has finished (whatever its outcome).
     ///
     /// Dependencies may be in any queue. A dependency that would make a cycle is not added.

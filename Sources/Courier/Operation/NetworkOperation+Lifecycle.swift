@@ -60,8 +60,9 @@ extension NetworkOperation {
         let credentials = requestURL.flatMap { url in context.configuration.credentialProvider?(url) } ?? [:]
         return storage.withLockedValue { storage in
             if let prepared = storage.prepared { return prepared }
-            let prepared = makePreparedRequest(
+            var prepared = makePreparedRequest(
                 headers: storage.headers, credentials: credentials, redirects: storage.redirects, decompression: storage.decompression)
+            prepared.reportsInformational = !storage.handlers.informational.isEmpty
             storage.prepared = prepared
             return prepared
         }
@@ -107,6 +108,16 @@ extension NetworkOperation {
 
     func queueDidSendBody(_ progress: TransferProgress) {
         deliver(progress, to: \.uploadProgress, as: Event.uploadProgress)
+    }
+
+    func queueDidReceiveInformational(_ response: InformationalResponse) {
+        storage.withLockedValue { storage in
+            guard storage.machine.acceptsProgress else { return }
+            let handlers = storage.handlers.informational
+            if !handlers.isEmpty {
+                context.configuration.callbackQueue.async { for handler in handlers { handler(response) } }
+            }
+        }
     }
 
     func queueDidReceiveBody(_ progress: TransferProgress) {

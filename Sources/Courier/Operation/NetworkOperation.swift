@@ -41,6 +41,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var downloadProgress: [@Sendable (TransferProgress) -> Void] = []
         var stateChange: [@Sendable (State) -> Void] = []
         var frozen: [@Sendable (OutboxEntry) -> Void] = []
+        var informational: [@Sendable (InformationalResponse) -> Void] = []
     }
 
     /// Where an operation that leaves the queue without running goes.

@@ -132,7 +132,10 @@ extension NetworkQueue {
         }
         let progress = RequestExecutor.ProgressSink(
             upload: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidSendBody(progress) } },
-            download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } }
+            download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } },
+            informational: { [self] status, headers in
+                forEachSubscriber(of: flight) { $0.queueDidReceiveInformational(InformationalResponse(status: status, headers: headers)) }
+            }
         )
         let work: @Sendable () async -> Void = { [self, logger] in
             let result = await executor.run(request, progress: progress)

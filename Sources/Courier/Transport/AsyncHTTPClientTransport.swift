@@ -52,6 +52,11 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// - Returns: The response head and its body, still to be read.
     /// - Throws: ``NetworkError``.
     public func execute(_ request: TransportRequest) async throws -> TransportResponse {
+        // async-http-client drops interim responses inside its pool; a request that wants them goes
+        // over a connection of its own that reports them.
+        if request.didReceiveInformational != nil {
+            return try await InterimResponseTransport().execute(request)
+        }
         let url = request.url.absoluteString
         var clientRequest = HTTPClientRequest(url: url)
         clientRequest.method = HTTPMethod(rawValue: request.method.rawValue)

@@ -39,6 +39,10 @@ public struct TransportRequest: Sendable {
     public var logger: Logger
     /// Called as body bytes are handed to the network: bytes sent so far, and the total.
     public var didSendBodyBytes: (@Sendable (_ sent: Int64, _ total: Int64) -> Void)?
+    /// Called with each interim (`1xx`, except `101`) response that arrives before the final one, when
+    /// someone asked for them (``NetworkOperation/onInformationalResponse(_:)``). A transport that cannot
+    /// see interim responses may ignore it; an interim response is never returned as the response.
+    public var didReceiveInformational: (@Sendable (_ status: HTTPResponse.Status, _ headers: HTTPFields) -> Void)?
 
     /// Creates a request.
     /// - Parameters:

@@ -13,4 +13,6 @@ struct PreparedRequest: Sendable {
     var maximumBodySize: Int
     var totalTimeout: Duration?
     var logger: Logger
+    /// Whether interim (1xx) responses are to be reported (an operation has an informational handler).
+    var reportsInformational = false
 }

@@ -9,6 +9,7 @@ struct RequestExecutor: Sendable {
     struct ProgressSink: Sendable {
         var upload: @Sendable (TransferProgress) -> Void = { _ in }
         var download: @Sendable (TransferProgress) -> Void = { _ in }
+        var informational: @Sendable (HTTPResponse.Status, HTTPFields) -> Void = { _, _ in }
     }
 
     /// Bytes of a redirect's body read (and dropped) so the connection can be reused; more closes it.
@@ -51,6 +52,9 @@ struct RequestExecutor: Sendable {
         var transportRequest = TransportRequest(
             method: request.method, url: request.url, headers: request.headers, body: request.body,
             options: request.options, deadline: deadline, logger: request.logger)
+        if request.reportsInformational {
+            transportRequest.didReceiveInformational = progress.informational
+        }
         if request.body != nil {
             let upload = progress.upload
             transportRequest.didSendBodyBytes = { sent, total in

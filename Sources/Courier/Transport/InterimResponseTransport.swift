@@ -1,0 +1,200 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTPCompression
+import NIOPosix
+import NIOSSL
+
+/// A one-connection-per-request HTTP/1.1 transport on SwiftNIO that reports interim (1xx) responses.
+///
+/// async-http-client reads and drops `1xx` heads inside its connection pool, with no hook to see
+/// them. When an operation asks for them (``NetworkOperation/onInformationalResponse(_:)``),
+/// ``AsyncHTTPClientTransport`` hands its request to this transport instead: it opens a connection
+/// (TLS for https), keeps NIO's decoder forwarding informational heads, reports each one, and returns
+/// the final response like any transport. It does not pool connections and buffers the body as it
+/// arrives, so it is meant for the requests that need it, not for bulk traffic.
+struct InterimResponseTransport: HTTPTransport {
+    let group: any EventLoopGroup
+
+    init(group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) {
+        self.group = group
+    }
+
+    func execute(_ request: TransportRequest) async throws -> TransportResponse {
+        let url = request.url.absoluteString
+        guard let host = request.url.host, !host.isEmpty, let scheme = request.url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw NetworkError(.invalidURL, "not an absolute http(s) URL", url: url)
+        }
+        let isSecure = scheme == "https"
+        let port = request.url.port ?? (isSecure ? 443 : 80)
+        let tls: NIOSSLContext?
+        do {
+            tls = isSecure ? try NIOSSLContext(configuration: .makeClientConfiguration()) : nil
+        } catch {
+            throw NetworkError(.tls, "TLS could not be set up: \(error)", url: url, underlying: error)
+        }
+        let (body, bodyContinuation) = AsyncThrowingStream.makeStream(of: ByteBuffer.self, throwing: (any Error).self)
+        let headPromise = group.any().makePromise(of: HTTPResponseHead.self)
+        let interim = request.didReceiveInformational
+        let options = request.options
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(TimeAmount(options.connectTimeout))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    if let tls {
+                        let serverName = Self.isIPAddress(host) ? nil : host
+                        try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                    }
+                    try pipeline.addHandler(HTTPRequestEncoder())
+                    try pipeline.addHandler(ByteToMessageHandler(HTTPResponseDecoder(informationalResponseStrategy: .forward)))
+                    if case .enabled(let ratio) = options.decompression {
+                        try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: .ratio(ratio)))
+                    }
+                    try pipeline.addHandler(IdleStateHandler(readTimeout: TimeAmount(options.readTimeout)))
+                    try pipeline.addHandler(ResponseForwarder(url: url, head: headPromise, body: bodyContinuation, interim: interim))
+                }
+            }
+        let channel: any Channel
+        do {
+            channel = try await bootstrap.connect(host: host, port: port).get()
+        } catch {
+            headPromise.fail(error)
+            throw AsyncHTTPClientTransport.networkError(for: error, url: url)
+        }
+        if let deadline = request.deadline {
+            let remaining = deadline - ContinuousClock.now
+            channel.eventLoop.scheduleTask(in: TimeAmount(max(remaining, .zero))) {
+                channel.pipeline.fireErrorCaught(NetworkError(.timeout, "the request did not finish in time", url: url))
+            }
+        }
+        return try await withTaskCancellationHandler {
+            do {
+                do {
+                    try await send(request, host: host, port: port, isSecure: isSecure, on: channel)
+                } catch {
+                    // A failed write only says the channel closed; the pipeline knows why (a TLS failure,
+                    // say) and fails the head with that. Closing makes sure it does.
+                    channel.close(promise: nil)
+                    _ = try await headPromise.futureResult.get()
+                    throw error
+                }
+                let head = try await headPromise.futureResult.get()
+                return TransportResponse(
+                    status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase),
+                    headers: Self.fields(head.headers), body: body)
+            } catch {
+                channel.close(promise: nil)
+                throw AsyncHTTPClientTransport.networkError(for: error, url: url)
+            }
+        } onCancel: {
+            channel.close(promise: nil)
+        }
+    }
+
+    private func send(_ request: TransportRequest, host: String, port: Int, isSecure: Bool, on channel: any Channel) async throws {
+        var headers = HTTPHeaders()
+        for field in request.headers.http1Fields { headers.add(name: field.name, value: field.value) }
+        if !headers.contains(name: "Host") {
+            let defaultPort = isSecure ? 443 : 80
+            let hostName = host.contains(":") ? "[\(host)]" : host
+            headers.add(name: "Host", value: port == defaultPort ? hostName : "\(hostName):\(port)")
+        }
+        let body = request.body ?? Data()
+        if request.body != nil || [.post, .put, .patch].contains(request.method) {
+            headers.replaceOrAdd(name: "Content-Length", value: "\(body.count)")
+        }
+        headers.replaceOrAdd(name: "Connection", value: "close")
+        var target = request.url.path.isEmpty ? "/" : request.url.path
+        if let query = request.url.query { target += "?" + query }
+        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: target, headers: headers)
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        if !body.isEmpty { channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: body))), promise: nil) }
+        try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
+        if request.body != nil { request.didSendBodyBytes?(Int64(body.count), Int64(body.count)) }
+    }
+
+    static func fields(_ headers: HTTPHeaders) -> HTTPFields {
+        var fields = HTTPFields()
+        for (name, value) in headers {
+            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+        }
+        return fields
+    }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        (try? SocketAddress(ipAddress: host, port: 0)) != nil
+    }
+}
+
+/// The end of the pipeline: reports interim heads, completes the final head once, streams the body,
+/// and turns every way a connection can fail into one typed error (completing each thing at most once).
+private final class ResponseForwarder: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    let url: String
+    let head: EventLoopPromise<HTTPResponseHead>
+    let body: AsyncThrowingStream<ByteBuffer, any Error>.Continuation
+    let interim: (@Sendable (HTTPResponse.Status, HTTPFields) -> Void)?
+    private var headDone = false
+    private var bodyDone = false
+
+    init(
+        url: String, head: EventLoopPromise<HTTPResponseHead>, body: AsyncThrowingStream<ByteBuffer, any Error>.Continuation,
+        interim: (@Sendable (HTTPResponse.Status, HTTPFields) -> Void)?
+    ) {
+        self.url = url
+        self.head = head
+        self.body = body
+        self.interim = interim
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let response) where (100..<200).contains(response.status.code) && response.status.code != 101:
+            interim?(HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
+                     InterimResponseTransport.fields(response.headers))
+        case .head(let response):
+            guard !headDone else { return fail(NetworkError(.invalidResponse, "a second response head", url: url), context: context) }
+            headDone = true
+            head.succeed(response)
+        case .body(let buffer):
+            if !bodyDone { body.yield(buffer) }
+        case .end:
+            bodyDone = true
+            body.finish()
+            context.close(promise: nil)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            fail(NetworkError(.timeout, "the server sent nothing within the read timeout", url: url), context: context)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(AsyncHTTPClientTransport.networkError(for: error, url: url), context: context)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail(NetworkError(.connectionLost, "the connection closed before the response was complete", url: url), context: nil)
+        context.fireChannelInactive()
+    }
+
+    private func fail(_ error: NetworkError, context: ChannelHandlerContext?) {
+        if !headDone {
+            headDone = true
+            head.fail(error)
+        }
+        if !bodyDone {
+            bodyDone = true
+            body.finish(throwing: error)
+        }
+        context?.close(promise: nil)
+    }
+}

@@ -1,0 +1,88 @@
+import CourierTestServer
+import Foundation
+import Testing
+@testable import Courier
+
+/// Tier 3: interim (1xx) responses reported to a callback, never taken as the final response.
+@Suite("Interim responses")
+struct InformationalResponseTests {
+    @Test func earlyHintsAndContinueAreReportedInOrderBeforeTheResponse() async throws {
+        let reply = "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\nLink: </app.js>; rel=preload\r\n\r\n"
+            + "HTTP/1.1 100 Continue\r\n\r\n"
+            + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Final: yes\r\n\r\nok"
+        let server = try await RawResponseServer.start(replyingWith: Array(reply.utf8))
+        let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, queue: NetworkQueue())
+        let interim = Recorder<InformationalResponse>()
+        let finalSeen = Recorder<Int>()
+        let op = engine.operation(path: "/page", params: ["q": "1"])
+            .onInformationalResponse { interim.append($0) }
+            .onCompletion { _ in finalSeen.append(interim.all.count) }
+        let response = try await engine.send(op)
+        await drain(engine.configuration.callbackQueue)
+        try await server.shutdown()
+        #expect(interim.all.map(\.status.code) == [103, 100])
+        #expect(interim.all.first?.headers[values: HTTPField.Name("Link")!] == ["</style.css>; rel=preload", "</app.js>; rel=preload"])
+        #expect(finalSeen.all == [2], "both interim responses were heard before the final one")
+        #expect(response.statusCode == 200)
+        #expect(response.string == "ok")
+        #expect(response.headers[HTTPField.Name("X-Final")!] == "yes")
+        #expect(response.headers[HTTPField.Name("Link")!] == nil)
+        #expect(server.received.hasPrefix("GET /page?q=1 HTTP/1.1\r\n"), "\(server.received)")
+    }
+
+    @Test func aBodyWithExpectContinueHearsTheServersContinue() async throws {
+        try await withServer { server, engine throws in
+            let interim = Recorder<Int>()
+            let op = engine.operation(path: "/echo", method: .post, body: .text("hello, interim"))
+                .setHeader("100-continue", forName: "Expect")
+                .onInformationalResponse { interim.append($0.status.code) }
+            let response = try await engine.send(op)
+            await drain(engine.configuration.callbackQueue)
+            #expect(interim.all == [100])
+            #expect(response.statusCode == 200)
+            #expect(response.string?.contains("hello, interim") == true)
+        }
+    }
+
+    @Test func withoutAHandlerNothingChangesAndWithOneTheOperationIsNotCoalesced() async throws {
+        try await withServer { server, engine throws in
+            let plain = engine.operation(path: "/get")
+            let watched = engine.operation(path: "/get").onInformationalResponse { _ in }
+            #expect(plain.allowsCoalescing)
+            #expect(!watched.allowsCoalescing)
+            engine.enqueue(plain)
+            engine.enqueue(watched)
+            #expect(try await plain.response().statusCode == 200)
+            #expect(try await watched.response().statusCode == 200)
+            #expect(server.requestCount(path: "/get") == 2)
+        }
+    }
+
+    /// The connection of its own is as strict as the pooled client: broken HTTP is a typed error.
+    @Test(arguments: MalformedResponseTests.cases.indices)
+    func brokenServersGetTypedErrorsOnTheInterimPath(index: Int) async throws {
+        let (name, reply, codes) = MalformedResponseTests.cases[index]
+        let server = try await RawResponseServer.start(replyingWith: Array(reply.utf8))
+        let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, queue: NetworkQueue())
+        let error = await failure(of: engine.operation(path: "/").onInformationalResponse { _ in })
+        try await server.shutdown()
+        #expect(error.map { codes.contains($0.code) } == true, "\(name): \(String(describing: error))")
+    }
+
+    @Test func refusedStalledAndTLSMismatchAreTypedToo() async throws {
+        let away = try await RawResponseServer.start(replyingWith: [])
+        let port = away.port
+        try await away.shutdown()
+        let refused = NetworkEngine(host: "127.0.0.1", port: port, isSecure: false, queue: NetworkQueue())
+        #expect(await failure(of: refused.operation(path: "/").onInformationalResponse { _ in })?.code == .cannotConnect)
+
+        try await withServer(configure: { $0.timeouts.read = .milliseconds(300) }) { _, engine in
+            #expect(await failure(of: engine.operation(path: "/stall").onInformationalResponse { _ in })?.code == .timeout)
+        }
+        let plain = try await RawResponseServer.start(replyingWith: Array("HTTP/1.1 400 Bad Request\r\n\r\n".utf8))
+        let tls = NetworkEngine(host: "127.0.0.1", port: plain.port, isSecure: true, queue: NetworkQueue())
+        let tlsError = await failure(of: tls.operation(path: "/").onInformationalResponse { _ in })
+        #expect(tlsError?.code == .tls, "\(String(describing: tlsError))")
+        try await plain.shutdown()
+    }
+}
