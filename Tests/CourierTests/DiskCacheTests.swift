@@ -110,6 +110,30 @@ struct DiskCacheTests {
         #expect(transport.requestCount == 4)
     }
 
+    /// A lookup that must read the disk does so on the cache's queue, not on the enqueueing thread; a
+    /// cancel that arrives meanwhile wins.
+    @Test func diskReadsHappenOffTheEnqueueingThread() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let transport = origin()
+        let stored = cache(directory)
+        let engine = NetworkEngine.fake(transport) { $0.cache = stored }
+        _ = try await engine.send(engine.operation(path: "slow-disk"))
+        stored.flushMemory()
+
+        stored.diskQueue.suspend()   // the disk is "slow": nothing is read until resumed
+        let hit = engine.operation(path: "slow-disk")
+        engine.enqueue(hit)
+        #expect(hit.state == .waiting, "enqueue returned without reading the disk")
+        let cancelled = engine.operation(path: "slow-disk")
+        engine.enqueue(cancelled)
+        cancelled.cancel()
+        stored.diskQueue.resume()
+        #expect(try await hit.response().cacheOutcome == .hit)
+        #expect(await failure(of: cancelled)?.code == .cancelled)
+        #expect(transport.requestCount == 1)
+    }
+
     @Test func aDamagedCacheIsAMissNeverACrashAndEveryAnswerIsRight() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

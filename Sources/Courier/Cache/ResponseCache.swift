@@ -43,6 +43,8 @@ public final class ResponseCache: Sendable {
 
     private let state: NIOLockedValueBox<State>
     private let disk: DiskCacheStore?
+    /// Where disk reads for lookups run.
+    let diskQueue = DispatchQueue(label: "courier.cache.disk")
     /// The cache's notion of now; tests inject a clock.
     let now: @Sendable () -> Date
     #if canImport(Darwin)
@@ -123,19 +125,35 @@ public final class ResponseCache: Sendable {
 
     // MARK: Internal
 
-    /// The stored variants for a URL, most recently used first.
+    /// The stored variants for a URL, most recently used first (memory, then disk).
     func candidates(for url: URL) -> [CachedResponseEntry] {
+        memoryCandidates(for: url) ?? diskCandidates(for: url)
+    }
+
+    /// The variants held in memory, or `nil` when memory has none and the disk tier must be read
+    /// (with ``diskCandidates(for:)``, off the caller's thread: see ``readDisk(for:then:)``).
+    func memoryCandidates(for url: URL) -> [CachedResponseEntry]? {
         guard let key = CacheURLKey.key(for: url) else { return [] }
         let inMemory: [CachedResponseEntry]? = state.withLockedValue { state in
             guard let variants = state.variants[key] else { return nil }
             state.lru.touch(key)
             return variants
         }
-        if let inMemory { return inMemory }
-        guard let disk else { return [] }
+        return inMemory ?? (disk == nil ? [] : nil)
+    }
+
+    /// The variants on disk (remembered in memory when found). Blocking I/O.
+    func diskCandidates(for url: URL) -> [CachedResponseEntry] {
+        guard let key = CacheURLKey.key(for: url), let disk else { return [] }
         let fromDisk = disk.entries(for: key, now: now())
         if !fromDisk.isEmpty { remember(fromDisk, under: key) }
         return fromDisk
+    }
+
+    /// Reads the disk tier on the cache's own queue, so neither the enqueueing thread (the main thread,
+    /// often) nor Swift's cooperative pool waits for SQLite and the file system.
+    func readDisk(for url: URL, then body: @escaping @Sendable ([CachedResponseEntry]) -> Void) {
+        diskQueue.async { [self] in body(diskCandidates(for: url)) }
     }
 
     private func remember(_ variants: [CachedResponseEntry], under key: String) {

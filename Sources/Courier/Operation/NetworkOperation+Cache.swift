@@ -10,9 +10,20 @@ extension NetworkOperation {
         set { storage.withLockedValue { if $0.machine.state == .ready { $0.cachePolicy = newValue } } }
     }
 
+    /// When the cache must be read from disk before this operation can be looked up: the cache and the
+    /// URL to read, or `nil` when the lookup needs no disk read (no cache, memory holds the URL, not a
+    /// GET or HEAD, dependencies pending).
+    func diskReadBeforeLookup(hasPendingDependencies: Bool) -> (cache: ResponseCache, url: URL)? {
+        guard let cache = context.configuration.cache, let url = requestURL, !hasPendingDependencies,
+            method == .get || method == .head, cache.memoryCandidates(for: url) == nil
+        else { return nil }
+        return (cache, url)
+    }
+
     /// Consults the cache for an operation about to enter the queue. Returns `true` when the cache
     /// answered (the operation is finished and never enters the queue).
-    func consultCache(hasPendingDependencies: Bool) -> Bool {
+    /// - Parameter stored: The stored variants, when already read from disk; otherwise they are read here.
+    func consultCache(hasPendingDependencies: Bool, stored: [CachedResponseEntry]? = nil) -> Bool {
         guard let cache = context.configuration.cache, let url = requestURL, !hasPendingDependencies else { return false }
         let now = cache.now()
         let (headers, policy) = storage.withLockedValue { storage in
@@ -22,7 +33,7 @@ extension NetworkOperation {
         guard method == .get || method == .head else { return false }
         let request = CacheLookup.Request(
             method: method, url: url, headers: headers, credentialPartition: Self.credentialPartition(of: headers))
-        let decision = CacheLookup.decide(request, candidates: cache.candidates(for: url), now: now, policy: policy.lookupPolicy)
+        let decision = CacheLookup.decide(request, candidates: stored ?? cache.candidates(for: url), now: now, policy: policy.lookupPolicy)
         if policy == .cachedThenFresh {
             return cachedThenFresh(decision, cache: cache)
         }

@@ -28,14 +28,29 @@ extension NetworkOperation {
         case .submit:
             let pending = dependencies.filter { !$0.isFinished }
             prepareForFreezing()
-            // A fresh cached answer never enters the queue.
-            if consultCache(hasPendingDependencies: !pending.isEmpty) { return }
-            switch context.connectivity.admit(self) {
-            case .go: enterQueue(dependencies: pending)
-            case .freeze: freeze(after: nil)
-            case .fail(let error): finish(applyCache(to: .failure(error)).flatMap(validate))
-            case .held: break
+            // A cache entry that must come from disk is read off this thread; the operation goes on from there.
+            if let (cache, url) = diskReadBeforeLookup(hasPendingDependencies: !pending.isEmpty) {
+                cache.readDisk(for: url) { [self] stored in proceed(dependencies: pending, stored: stored) }
+                return
             }
+            proceed(dependencies: pending, stored: nil)
+        }
+    }
+
+    /// After submission: the cache may answer; otherwise reachability decides (queue, outbox, hold, fail).
+    private func proceed(dependencies pending: [NetworkOperation], stored: [CachedResponseEntry]?) {
+        if stored != nil && isCancelled {
+            // Cancelled while its cache entry was read: nothing else happened to it yet.
+            finish(.failure(.cancelled(url: urlString)))
+            return
+        }
+        // A fresh cached answer never enters the queue.
+        if consultCache(hasPendingDependencies: !pending.isEmpty, stored: stored) { return }
+        switch context.connectivity.admit(self) {
+        case .go: enterQueue(dependencies: pending)
+        case .freeze: freeze(after: nil)
+        case .fail(let error): finish(applyCache(to: .failure(error)).flatMap(validate))
+        case .held: break
         }
     }
 
