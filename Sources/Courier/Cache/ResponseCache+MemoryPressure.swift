@@ -23,7 +23,7 @@ final class MemoryPressureObserver: @unchecked Sendable {
     init(onPressure: @escaping @Sendable () -> Void) {
         source = DispatchSource.makeMemoryPressureSource(
             eventMask: [.warning, .critical], queue: DispatchQueue.global(qos: .utility))
-        source.setEventHandler(handler: onPressure)
+        source.setEventHandler { onPressure() }
         source.activate()
     }
 
