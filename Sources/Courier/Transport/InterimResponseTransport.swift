@@ -66,9 +66,10 @@ struct InterimResponseTransport: HTTPTransport {
         }
         if let deadline = request.deadline {
             let remaining = deadline - ContinuousClock.now
-            channel.eventLoop.scheduleTask(in: TimeAmount(max(remaining, .zero))) {
+            let timer = channel.eventLoop.scheduleTask(in: TimeAmount(max(remaining, .zero))) {
                 channel.pipeline.fireErrorCaught(NetworkError(.timeout, "the request did not finish in time", url: url))
             }
+            channel.closeFuture.whenComplete { _ in timer.cancel() }
         }
         return try await withTaskCancellationHandler {
             do {
