@@ -308,4 +308,34 @@ struct FreezingTests {
         #expect(slow.requestCount == 14)
         #expect(queue.effectiveMaximumConcurrentOperations == 6)
     }
+
+    @Test(.timeLimit(.minutes(1))) func aDamagedRowIsSetAsideAndDoesNotHoldBackTheRest() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let reachability = ManualReachability(.unreachable)
+        let origin = Origin()
+        origin.isUp.withLockedValue { $0 = true }
+        let engine = engine(origin, directory, reachability: reachability)
+        let ops = (0..<3).map { engine.operation(path: "items/\($0)", method: .post) }
+        for op in ops {
+            op.isFreezable = true
+            engine.enqueue(op)
+        }
+        #expect(await eventually { ops.allSatisfy { $0.state == .frozen } })
+        // Damage the middle row as a broken disk or a careless tool would: a method that is not a token.
+        let script = "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute(\"UPDATE outbox SET method='' WHERE id=?\", (sys.argv[2],)); c.commit()"
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", script, directory.appendingPathComponent("outbox.sqlite").path, try #require(ops[1].outboxID)]
+        try python.run()
+        python.waitUntilExit()
+        try #require(python.terminationStatus == 0)
+
+        reachability.setStatus(.reachable(via: .wifi))
+        #expect(try await ops[0].response().statusCode == 201)
+        #expect(try await ops[2].response().statusCode == 201)
+        #expect(origin.received.all.map(\.path) == ["/v1/items/0", "/v1/items/2"])
+        #expect(await failure(of: ops[1])?.code == .outboxUnavailable, "its operation is told, not left frozen")
+        #expect(try #require(engine.outbox).entries.map(\.id) == [], "the damaged row is kept aside, out of the listing")
+    }
 }

@@ -119,19 +119,35 @@ final class OutboxDatabase: Sendable {
         origin: String, now: Double, ignoringSchedule: Bool, lease: Double
     ) -> (head: ReplayStateMachine.Head?, decision: ReplayStateMachine.HeadDecision?, record: OutboxRecord?) {
         do {
+            var damaged: [String] = []
+            defer {
+                // An operation of this process waiting for a damaged row hears about it.
+                for id in damaged {
+                    detachOperation(for: id)?.finish(.failure(NetworkError(
+                        .outboxUnavailable, "its outbox entry is damaged and was set aside; it will not be sent", url: nil)))
+                }
+            }
             return try pool.writeWithoutTransaction { db in
                 var result: (ReplayStateMachine.Head?, ReplayStateMachine.HeadDecision?, OutboxRecord?) = (nil, nil, nil)
                 try db.inTransaction(.immediate) {
-                    guard let row = try Row.fetchOne(db, sql: """
-                        SELECT * FROM outbox WHERE origin = ? AND deadReason IS NULL ORDER BY seq LIMIT 1
-                        """, arguments: [origin])
-                    else { return .commit }
-                    guard var record = OutboxRecord(row: row) else {
-                        // A row that cannot be read is set aside (never deleted: it may be all the app has).
-                        let seq: Int64? = try? row.decode(Int64.self, forColumn: "seq")
-                        try db.execute(sql: "UPDATE outbox SET deadReason = 'damaged' WHERE seq = ?", arguments: [seq])
-                        return .commit
+                    var found: (row: Row, record: OutboxRecord)?
+                    while found == nil {
+                        guard let row = try Row.fetchOne(db, sql: """
+                            SELECT * FROM outbox WHERE origin = ? AND deadReason IS NULL ORDER BY seq LIMIT 1
+                            """, arguments: [origin])
+                        else { return .commit }
+                        if let record = OutboxRecord(row: row) {
+                            found = (row, record)
+                        } else {
+                            // A row that cannot be read is set aside (never deleted: it may be all the app
+                            // has) and the next one becomes the head.
+                            let seq = try row.decode(Int64.self, forColumn: "seq")
+                            try db.execute(sql: "UPDATE outbox SET deadReason = 'damaged' WHERE seq = ?", arguments: [seq])
+                            if let id = try? row.decode(String.self, forColumn: "id") { damaged.append(id) }
+                        }
                     }
+                    guard let (row, readable) = found else { return .commit }
+                    var record = readable
                     let leaseOwner: String? = try? row.decode(String?.self, forColumn: "leaseOwner")
                     let leaseExpires: Double? = try? row.decode(Double?.self, forColumn: "leaseExpires")
                     var leasedUntil: Double?
