@@ -7,7 +7,7 @@ enum DiskCacheCoding {
     /// Header fields never written to disk: cookies are secrets.
     static let unwritableHeaders: Set<String> = ["set-cookie", "set-cookie2"]
     /// Request fields whose values must not reach the disk through a `Vary` selection.
-    static let secretRequestHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
+    static let secretRequestHeaders = CredentialFields.names
 
     /// Whether `id` is a body file name this store writes: a lowercase UUID.
     static func isValidID(_ id: String) -> Bool {

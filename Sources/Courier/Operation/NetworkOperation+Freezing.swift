@@ -85,7 +85,7 @@ extension NetworkOperation {
         }
         let id = UUID().uuidString.lowercased()
         let key = headers[.idempotencyKey] ?? UUID().uuidString.lowercased()
-        var fields = OutboxRecord.withoutSecrets(headers)
+        var fields = headers   // the outbox removes credentials as it writes
         fields[.idempotencyKey] = key
         let record = OutboxRecord(
             id: id, origin: OutboxRecord.origin(of: url), method: method, url: url, headers: fields, body: body,
@@ -128,8 +128,7 @@ extension NetworkOperation {
     /// Cancelled while frozen: its row goes, so it is never sent (nor frozen) again.
     func dropFromOutbox() {
         guard let id = outboxID, let database = context.connectivity.outboxDatabase() else { return }
-        _ = database.detachOperation(for: id)
-        database.drop(id: id)
+        database.drop(id: id)   // the operation has already finished as cancelled
     }
 }
 

@@ -42,22 +42,11 @@ public final class Outbox: Sendable {
     /// - Parameter id: The entry's id.
     /// - Returns: Whether there was such an entry.
     @discardableResult
-    public func drop(_ id: String) -> Bool {
-        let dropped = database.drop(id: id)
-        database.detachOperation(for: id)?.finish(.failure(NetworkError(.cancelled, "its outbox entry was dropped", url: nil)))
-        return dropped
-    }
+    public func drop(_ id: String) -> Bool { database.drop(id: id) }
 
     /// Removes every entry. Returns how many there were.
     @discardableResult
-    public func clear() -> Int {
-        let ids = database.records().map(\.id)
-        let count = database.clear()
-        for id in ids {
-            database.detachOperation(for: id)?.finish(.failure(NetworkError(.cancelled, "its outbox entry was dropped", url: nil)))
-        }
-        return count
-    }
+    public func clear() -> Int { database.clear() }
 
     /// Every event about this outbox in this process, from now on (an engine's
     /// ``NetworkEngine/outboxEvents`` has those of its host).

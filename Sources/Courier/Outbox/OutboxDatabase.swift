@@ -11,8 +11,8 @@ import Darwin
 /// engine of the process that uses the directory, and safe with other processes (SQLite's locking;
 /// claims are made in `BEGIN IMMEDIATE` transactions, with a lease naming the claiming process).
 ///
-/// Each row is committed before anyone is told a request was frozen. Secrets never reach it
-/// (see ``OutboxRecord/secretHeaders``).
+/// Each row is committed before anyone is told a request was frozen. Credentials never reach it:
+/// ``insert(_:)`` removes them (see ``CredentialFields``), whoever built the record.
 final class OutboxDatabase: Sendable {
     let directory: URL
     private let pool: DatabasePool
@@ -103,7 +103,7 @@ final class OutboxDatabase: Sendable {
                         maximumAttempts, attempts, nextAttemptAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, arguments: [
                         record.id, record.origin, record.method.rawValue, record.url.absoluteString,
-                        DiskCacheCoding.text(of: OutboxRecord.withoutSecrets(record.headers)), record.body,
+                        DiskCacheCoding.text(of: CredentialFields.removed(from: record.headers)), record.body,
                         record.idempotencyKey, record.createdAt, record.expiresAt, record.maximumAttempts,
                         record.attempts, record.nextAttemptAt,
                     ])
@@ -219,22 +219,31 @@ final class OutboxDatabase: Sendable {
     }
 
     /// Removes one row; `false` when there was none with that id.
+    /// An operation of this process still waiting for it fails with ``NetworkError/Code/cancelled``.
     @discardableResult
     func drop(id: String) -> Bool {
         let removed = (try? pool.write { db in
             try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id])
             return db.changesCount > 0
         }) ?? false
+        operationDropped(id)
         return removed
     }
 
-    /// Removes every row; returns how many.
+    /// Removes every row; returns how many. Operations of this process waiting for them fail as for ``drop(id:)``.
     @discardableResult
     func clear() -> Int {
-        (try? pool.write { db in
+        let ids = records().map(\.id)
+        let count = (try? pool.write { db in
             try db.execute(sql: "DELETE FROM outbox")
             return db.changesCount
         }) ?? 0
+        for id in ids { operationDropped(id) }
+        return count
+    }
+
+    private func operationDropped(_ id: String) {
+        detachOperation(for: id)?.finish(.failure(NetworkError(.cancelled, "its outbox entry was dropped", url: nil)))
     }
 
     /// Whether a lease owner (`pid:random`) may still be alive: this process, or a process that exists.

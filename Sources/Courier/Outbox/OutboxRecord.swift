@@ -8,7 +8,7 @@ struct OutboxRecord: Sendable {
     var origin: String
     var method: HTTPRequest.Method
     var url: URL
-    /// The headers as frozen: `Authorization`, `Cookie` and `Proxy-Authorization` are never here.
+    /// The headers as frozen: credentials (``CredentialFields``) are never here.
     var headers: HTTPFields
     var body: Data?
     var idempotencyKey: String
@@ -20,16 +20,6 @@ struct OutboxRecord: Sendable {
     var deadReason: OutboxEntry.DeadLetterReason?
     var lastStatus: Int?
     var lastError: String?
-
-    /// Header fields that never reach the outbox: the engine's credential provider adds them again
-    /// when the request is replayed.
-    static let secretHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization"]
-
-    static func withoutSecrets(_ headers: HTTPFields) -> HTTPFields {
-        var fields = HTTPFields()
-        for field in headers where !secretHeaders.contains(field.name.canonicalName) { fields.append(field) }
-        return fields
-    }
 
     /// The origin an engine replays: `scheme://host:port`, lowercased.
     static func origin(of url: URL) -> String {
@@ -59,7 +49,7 @@ struct OutboxRecord: Sendable {
             let attempts = column("attempts", as: Int.self), let nextAttemptAt = column("nextAttemptAt", as: Double.self)
         else { return nil }
         self.init(
-            id: id, origin: origin, method: method, url: url, headers: Self.withoutSecrets(headers),
+            id: id, origin: origin, method: method, url: url, headers: CredentialFields.removed(from: headers),
             body: column("body", as: Data.self), idempotencyKey: key, createdAt: createdAt,
             expiresAt: column("expiresAt", as: Double.self), maximumAttempts: column("maximumAttempts", as: Int.self),
             attempts: attempts, nextAttemptAt: nextAttemptAt,
