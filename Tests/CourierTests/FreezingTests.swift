@@ -255,7 +255,7 @@ struct FreezingTests {
         engine.enqueue(op)
         #expect(await eventually { op.state == .frozen })
         op.cancel()
-        #expect(op.error?.code == .cancelled)
+        #expect(await failure(of: op)?.code == .cancelled)
         #expect(try #require(engine.outbox).entries.isEmpty)
         origin.isUp.withLockedValue { $0 = true }
         reachability.setStatus(.reachable(via: .wifi))

@@ -21,7 +21,9 @@ struct NetworkQueueTests {
             return FakeTransport.reply(body: "{\"n\":1}")
         }
         let queue = NetworkQueue()
-        let engines = (0..<5).map { _ in NetworkEngine.fake(transport, queue: queue) }
+        // Engines that run requests the same way (one transport, one reachability, same limits) share flights.
+        let reachability = ManualReachability()
+        let engines = (0..<5).map { _ in NetworkEngine.fake(transport, queue: queue) { $0.reachability = reachability } }
         let calls = Counter()
         let ops = (0..<100).map { i in
             engines[i % 5].operation(path: "thumb").onCompletion { _ in calls.hit() }

@@ -172,7 +172,7 @@ struct ResponseCacheTests {
         #expect(try await engine.send(engine.operation(path: "x")).cacheOutcome == .hit)
     }
 
-    @Test func credentialsPartitionEntriesAndArePrivateUnlessAllowed() async throws {
+    @Test func credentialsPartitionEntriesAndPrivateResponsesAreStoredPerCredential() async throws {
         let publicTransport = server([.cacheControl: "public, max-age=60"])
         let (engine, cache) = engine(publicTransport)
         let alice = { engine.operation(path: "me").setHeader("Bearer alice", forName: "Authorization") }
@@ -182,10 +182,15 @@ struct ResponseCacheTests {
         #expect(try await engine.send(bob).cacheOutcome == .miss, "another user's response is never served")
         #expect(cache.statistics.entries == 2)
 
-        let privateTransport = server([.cacheControl: "max-age=60"])
+        // RFC 9111 §3.5 binds shared caches; this private cache stores per credential (issue 18 C).
+        let privateTransport = server([.cacheControl: "private, max-age=60"])
         let (engine2, cache2) = self.engine(privateTransport)
-        _ = try await engine2.send(engine2.operation(path: "me").setHeader("Bearer alice", forName: "Authorization"))
-        #expect(cache2.statistics.entries == 0, "a response to an authorized request without public is not stored")
+        let me = { (token: String) in engine2.operation(path: "me").setHeader("Bearer \(token)", forName: "Authorization") }
+        #expect(try await engine2.send(me("alice")).cacheOutcome == .miss)
+        #expect(try await engine2.send(me("alice")).cacheOutcome == .hit)
+        #expect(try await engine2.send(me("bob")).cacheOutcome == .miss)
+        #expect(cache2.statistics.entries == 2)
+        #expect(privateTransport.requestCount == 2)
     }
 
     @Test func identicalStaleGETsShareOneRevalidation() async throws {

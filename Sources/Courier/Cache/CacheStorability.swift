@@ -22,9 +22,6 @@ enum CacheStorability {
         case noStoreInRequest
         /// The response said `no-store` (§5.2.2.5).
         case noStoreInResponse
-        /// The request carried `Authorization` and the response has none of `public`,
-        /// `must-revalidate`, `s-maxage` (§3.5).
-        case authorizationWithoutPermission
         /// No explicit freshness, no `public`/`private`, and a status that is not heuristically
         /// cacheable (§3, last bullet).
         case noCacheabilitySignal
@@ -46,10 +43,10 @@ enum CacheStorability {
     /// Decides whether the response to a request may be stored (RFC 9111 §3).
     ///
     /// `no-cache` responses are storable: they are revalidated on every use (§5.2.2.4). With
-    /// `must-understand` on an understood status, `no-store` is ignored (§5.2.2.3). RFC 9111 §3 and
-    /// §3.5 restrict responses to requests with `Authorization` for shared caches only; this cache
-    /// applies the same rule anyway, so a credential's response is only kept when the origin said
-    /// it may be.
+    /// `must-understand` on an understood status, `no-store` is ignored (§5.2.2.3). RFC 9111 §3.5
+    /// restricts responses to requests with `Authorization` in shared caches only: this is a private
+    /// cache, so they are stored, each in the partition of its credentials (the caller's
+    /// `credentialPartition`), never served to a request with other credentials.
     static func verdict(
         requestMethod: HTTPRequest.Method,
         requestHeaders: HTTPFields,
@@ -66,11 +63,6 @@ enum CacheStorability {
         if CacheControl(requestHeaders: requestHeaders).noStore { return .notStorable(.noStoreInRequest) }
         if response.noStore && !(response.mustUnderstand && understood) {
             return .notStorable(.noStoreInResponse)
-        }
-        if requestHeaders.contains(.authorization),
-            !(response.isPublic || response.mustRevalidate || response.sMaxAge.isPresent)
-        {
-            return .notStorable(.authorizationWithoutPermission)
         }
         let signalled = response.isPublic || response.isPrivate || response.maxAge.isPresent
             || responseHeaders.contains(.expires) || isHeuristicallyCacheable(status)

@@ -26,6 +26,8 @@ struct CachedResponseEntry: Sendable, Equatable {
     /// A digest identifying the credentials the request carried, supplied by the caller, or `nil`
     /// for none. Never the credential itself. Lookups only match entries of the same partition.
     var credentialPartition: String?
+    /// Whether the entry must never be written to disk (its Vary selection holds a credential).
+    var isMemoryOnly = false
 
     /// An entry from its parts, as stored.
     init(

@@ -7,7 +7,7 @@ enum DiskCacheCoding {
     /// Header fields never written to disk: cookies are secrets.
     static let unwritableHeaders: Set<String> = ["set-cookie", "set-cookie2"]
     /// Request fields whose values must not reach the disk through a `Vary` selection.
-    static let secretRequestHeaders = CredentialFields.names
+    static let secretRequestHeaders = SensitiveHeaders.defaultNames
 
     /// Whether `id` is a body file name this store writes: a lowercase UUID.
     static func isValidID(_ id: String) -> Bool {
@@ -16,7 +16,7 @@ enum DiskCacheCoding {
 
     /// Whether an entry may go to disk at all.
     static func mayWrite(_ entry: CachedResponseEntry) -> Bool {
-        !entry.varySelectedHeaders.keys.contains { secretRequestHeaders.contains($0.lowercased()) }
+        !entry.isMemoryOnly && !entry.varySelectedHeaders.keys.contains { secretRequestHeaders.contains($0.lowercased()) }
     }
 
     static func writableHeaders(_ headers: HTTPFields) -> HTTPFields {

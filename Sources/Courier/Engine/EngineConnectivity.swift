@@ -4,6 +4,12 @@ import NIOConcurrencyHelpers
 /// An engine's link to the network: it follows the engine's ``Reachability``, sets the engine's width
 /// in the shared queue, decides what happens to an operation enqueued while the host is unreachable,
 /// holds operations waiting for connectivity, and owns the engine's outbox replayer.
+///
+/// It lives as long as the engine or any of the engine's operations (queued, held, frozen or being
+/// replayed) refers to it, so releasing an engine never strands the work it started: a frozen
+/// operation keeps its engine's replayer going until its outcome is known. The replayer refers back
+/// to it weakly; when the last reference goes, `deinit` stops following reachability and replaying,
+/// and removes the engine's width from the queue.
 final class EngineConnectivity: Sendable {
     enum Admission {
         /// Into the queue.
@@ -18,16 +24,19 @@ final class EngineConnectivity: Sendable {
 
     private struct State {
         var appliedStatus: ReachabilityStatus?
-        var held: [OperationID: NetworkOperation] = [:]
+        var held: [OperationID: (operation: NetworkOperation, timer: Task<Void, Never>?)] = [:]
         var observer: Task<Void, Never>?
         var replayer: OutboxReplayer?
         var handler: (@Sendable (ReachabilityStatus) -> Void)?
         /// Builds the replay of a row (set by ``start(makeOperation:)``).
-        var makeReplay: (@Sendable (OutboxRecord) -> NetworkOperation)?
+        var makeReplay: (@Sendable (OutboxRecord) -> NetworkOperation?)?
         var isStopped = false
     }
 
     let engineID: UInt64
+    /// The engine's group in the queue (engines that reach the network the same way share one).
+    let link: LinkGroup
+    let group: UInt64
     let queue: NetworkQueue
     let reachability: any Reachability
     let concurrency: ConnectionConcurrency
@@ -52,11 +61,17 @@ final class EngineConnectivity: Sendable {
         self.callbackQueue = configuration.callbackQueue
         self.reachability = configuration.reachability
             ?? Self.systemReachability(host: baseURL?.host ?? "", port: baseURL?.port, logger: configuration.logger)
+        let source: LinkGroup.Source = configuration.reachability.map { .object(ObjectIdentifier($0 as AnyObject)) }
+            ?? .system(host: baseURL?.host?.lowercased() ?? "", port: baseURL?.port)
+        self.link = LinkGroup(
+            queue: ObjectIdentifier(queue), source: source, concurrency: configuration.concurrency, wifiOnlyMode: configuration.wifiOnlyMode)
+        self.group = link.acquire()
     }
 
     /// Starts following reachability and, when the data directory already holds an outbox (frozen by
-    /// an earlier run), replaying it. `makeOperation` builds the replay of a row.
-    func start(makeOperation: @escaping @Sendable (OutboxRecord) -> NetworkOperation) {
+    /// an earlier run), replaying it. `makeOperation` builds the replay of a row; it must not keep this
+    /// object alive (it is handed `self`), or the engine's connectivity would never go away.
+    func start(makeOperation: @escaping @Sendable (OutboxRecord, EngineConnectivity) -> NetworkOperation) {
         let updates = reachability.statusUpdates()
         let observer = Task { [weak self] in
             for await status in updates {
@@ -64,31 +79,32 @@ final class EngineConnectivity: Sendable {
                 self.apply(status)
             }
         }
+        let makeReplay: @Sendable (OutboxRecord) -> NetworkOperation? = { [weak self] record in
+            self.map { makeOperation(record, $0) }
+        }
         var replayer: OutboxReplayer?
         if replaysAutomatically, let origin, let dataDirectory, OutboxDatabase.exists(at: dataDirectory), let database = try? OutboxDatabase.open(at: dataDirectory) {
             replayer = OutboxReplayer(
-                database: database, origin: origin, retry: retry, isReachable: reachability.status.isReachable, makeOperation: makeOperation)
+                database: database, origin: origin, retry: retry, isReachable: reachability.status.isReachable, makeOperation: makeReplay)
         }
         state.withLockedValue { state in
             state.observer = observer
             state.replayer = replayer
-            state.makeReplay = makeOperation
+            state.makeReplay = makeReplay
         }
         replayer?.reachabilityChanged(reachability.status.isReachable)
     }
 
-    /// Stops following reachability and replaying (the engine is gone). Held operations fail.
-    func stop() {
-        let (observer, replayer, held) = state.withLockedValue { state in
+    deinit {
+        // Nothing refers to the engine's connectivity any more: no engine, no operation queued, held,
+        // frozen or being replayed. (Held operations refer to it, so none is left here.)
+        let (observer, replayer) = state.withLockedValue { state in
             state.isStopped = true
-            defer { state.observer = nil; state.replayer = nil; state.held = [:]; state.makeReplay = nil }
-            return (state.observer, state.replayer, Array(state.held.values))
+            return (state.observer, state.replayer)
         }
         observer?.cancel()
         replayer?.stop()
-        for operation in held {
-            operation.finish(.failure(NetworkError(.notConnected, "its engine was released while it waited for connectivity", url: operation.urlString)))
-        }
+        if link.release() { queue.setLimit(nil, forGroup: group, version: LinkGroup.nextVersion()) }
     }
 
     // MARK: Reachability
@@ -98,21 +114,30 @@ final class EngineConnectivity: Sendable {
         set { state.withLockedValue { $0.handler = newValue } }
     }
 
-    /// Applies a status: the engine's width in the queue, held and waiting work, the replayer.
-    func apply(_ status: ReachabilityStatus) {
-        let (changed, released, replayer, handler) = state.withLockedValue { state in
-            guard !state.isStopped, state.appliedStatus != status else { return (false, [NetworkOperation](), OutboxReplayer?.none, state.handler) }
+    /// Applies the live status: the engine's width in the queue, held and waiting work, the replayer.
+    ///
+    /// The status is read now, not taken from the update that triggered the call: the stream buffers
+    /// values, and applying an old one after a newer one (two threads, or `admit` racing the observer)
+    /// would fail or park work although the host is reachable. The queue's width carries a version
+    /// taken under the lock, so widths applied out of order still end with the newest.
+    func apply(_ reported: ReachabilityStatus? = nil) {
+        let status = reachability.status
+        let (changed, released, replayer, handler, version) = state.withLockedValue { state in
+            guard !state.isStopped, state.appliedStatus != status else {
+                return (false, [NetworkOperation](), OutboxReplayer?.none, state.handler, UInt64(0))
+            }
             let isFirst = state.appliedStatus == nil
             state.appliedStatus = status
             var released: [NetworkOperation] = []
             if status.isReachable {
-                released = Array(state.held.values).sorted { $0.id.rawValue < $1.id.rawValue }
+                for (_, entry) in state.held { entry.timer?.cancel() }
+                released = state.held.values.map(\.operation).sorted { $0.id.rawValue < $1.id.rawValue }
                 state.held = [:]
             }
-            return (true, released, state.replayer, isFirst ? nil : state.handler)
+            return (true, released, state.replayer, isFirst ? nil : state.handler, LinkGroup.nextVersion())
         }
         guard changed else { return }
-        queue.setLimit(concurrency.limit(for: status, wifiOnlyMode: wifiOnlyMode), forEngine: engineID)
+        queue.setLimit(concurrency.limit(for: status, wifiOnlyMode: wifiOnlyMode), forGroup: group, version: version)
         if status.isReachable {
             for operation in released { operation.enterQueue() }
         } else {
@@ -122,11 +147,14 @@ final class EngineConnectivity: Sendable {
         if let handler { callbackQueue.async { handler(status) } }
     }
 
+    /// Whether the status last applied says the host cannot be reached.
+    private var isUnreachable: Bool { state.withLockedValue { $0.appliedStatus.map { !$0.isReachable } ?? false } }
+
     /// What happens to an operation being enqueued. Reads the status now (so a change just made by
     /// ``ManualReachability/setStatus(_:)`` or the system is never missed).
     func admit(_ operation: NetworkOperation) -> Admission {
         let status = reachability.status
-        apply(status)
+        apply()
         if status.isReachable { return .go }
         let (isFreezable, isReplay, timeout) = operation.storage.withLockedValue { ($0.isFreezable, $0.isReplay, $0.connectivityTimeout) }
         if isFreezable && !isReplay && dataDirectory != nil { return .freeze }
@@ -142,20 +170,33 @@ final class EngineConnectivity: Sendable {
     }
 
     /// The host went away: waiting work of this engine leaves the queue. Freezable operations are frozen,
-    /// those that wait for connectivity are held, the others fail with `.notConnected`.
+    /// those that wait for connectivity are held, the others fail with `.notConnected`. Operations still
+    /// waiting for dependencies stay (they are not ready: freezing one would send it without its
+    /// dependencies); each is looked at again when its dependencies are met (``dependenciesMet(_:)``).
     private func takeWaitingWorkOut() {
-        for operation in queue.operations where operation.context.engineID == engineID && operation.state == .waiting {
-            operation.storage.withLockedValue { storage in
-                if storage.isFreezable && !storage.isReplay && dataDirectory != nil {
-                    storage.queueExit = .freeze
-                } else if storage.connectivityTimeout != nil {
-                    storage.queueExit = .hold
-                } else {
-                    storage.queueExit = .fail(notConnected(operation))
-                }
-            }
-            queue.cancel(operation)
+        for operation in queue.operations where operation.context.engineID == engineID {
+            takeOut(operation)
         }
+    }
+
+    /// An operation's dependencies finished: if its host is unreachable, it leaves the queue now.
+    func dependenciesMet(_ operation: NetworkOperation) {
+        guard isUnreachable else { return }
+        takeOut(operation)
+    }
+
+    private func takeOut(_ operation: NetworkOperation) {
+        guard operation.state == .waiting, !queue.isBlocked(operation), isUnreachable else { return }
+        operation.storage.withLockedValue { storage in
+            if storage.isFreezable && !storage.isReplay && dataDirectory != nil {
+                storage.queueExit = .freeze
+            } else if storage.connectivityTimeout != nil {
+                storage.queueExit = .hold
+            } else {
+                storage.queueExit = .fail(notConnected(operation))
+            }
+        }
+        queue.cancel(operation)
     }
 
     /// Holds an operation until the host is reachable or its connectivity timeout passes.
@@ -163,26 +204,40 @@ final class EngineConnectivity: Sendable {
         let timeout = operation.connectivityTimeout ?? .zero
         let isReachable = state.withLockedValue { state -> Bool in
             if state.appliedStatus?.isReachable == true { return true }
-            state.held[operation.id] = operation
+            state.held[operation.id] = (operation, nil)
             return false
         }
         if isReachable {
             operation.enterQueue()
             return
         }
-        Task { [weak self] in
+        let id = operation.id
+        let timer = Task { [weak self] in
             try? await Task.sleep(for: timeout)
-            guard let self, self.state.withLockedValue({ $0.held.removeValue(forKey: operation.id) }) != nil else { return }
-            operation.finish(.failure(NetworkError(
-                .notConnected, "\(operation.requestURL?.host ?? "the host") could not be reached within \(timeout)", url: operation.urlString)))
+            guard !Task.isCancelled, let self, let held = self.state.withLockedValue({ $0.held.removeValue(forKey: id) }) else { return }
+            held.operation.finish(.failure(NetworkError(
+                .notConnected, "\(held.operation.requestURL?.host ?? "the host") could not be reached within \(timeout)",
+                url: held.operation.urlString)))
         }
+        let attached = state.withLockedValue { state -> Bool in
+            guard state.held[id] != nil else { return false }
+            state.held[id]?.timer = timer
+            return true
+        }
+        if !attached { timer.cancel() }
+        // A cancel that came while the operation was being held found nothing to take out.
+        if operation.isCancelled { cancelHeld(operation) }
     }
 
-    /// A held operation was cancelled.
+    /// A held operation was cancelled: it finishes now, and its timer goes with it.
     func cancelHeld(_ operation: NetworkOperation) {
-        guard state.withLockedValue({ $0.held.removeValue(forKey: operation.id) }) != nil else { return }
+        guard let held = state.withLockedValue({ $0.held.removeValue(forKey: operation.id) }) else { return }
+        held.timer?.cancel()
         operation.finish(.failure(.cancelled(url: operation.urlString)))
     }
+
+    /// The operations held for connectivity, for cancellation by the queue's predicates.
+    var heldOperations: [NetworkOperation] { state.withLockedValue { $0.held.values.map(\.operation) } }
 
     // MARK: Outbox
 

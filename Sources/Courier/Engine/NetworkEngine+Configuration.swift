@@ -58,9 +58,21 @@ extension NetworkEngine {
         /// `nil` for no outbox (freezable operations then fail like the others).
         public var dataDirectory: URL? = Outbox.defaultDirectory
         /// Credentials added to every request the engine sends, replays of frozen requests included
-        /// (`Authorization`, `Cookie`, `Proxy-Authorization` are never written to the outbox, so this is
-        /// how a replay gets them back). Called with the request's URL just before it is sent.
+        /// (credentials are never written to the outbox, so this is how a replay after a restart gets them
+        /// back). Called with the request's URL just before the request goes out (not when it is
+        /// enqueued: a token refreshed meanwhile is the one sent), and when the cache is looked up, to
+        /// find the responses stored for these credentials. Its field names count as
+        /// ``sensitiveHeaderNames`` for that request.
         public var credentialProvider: (@Sendable (URL) -> HTTPFields)?
+        /// Names of request header fields that carry credentials (case does not matter). They partition the
+        /// cache (one user's responses are never served to another), are dropped when a redirect leads to
+        /// another origin, are never written to the outbox and are masked in ``NetworkOperation/curlCommand``.
+        /// `Authorization`, `Proxy-Authorization` and `Cookie` always count; by default `X-API-Key`,
+        /// `X-Auth-Token` and `X-Access-Token` too. Add your API's own:
+        /// ```swift
+        /// configuration.sensitiveHeaderNames.insert("X-Session")
+        /// ```
+        public var sensitiveHeaderNames: Set<String> = SensitiveHeaders.defaultNames
         /// How frozen requests are retried.
         public var outboxRetry = OutboxRetry()
         /// Whether the engine replays its host's frozen requests by itself (when its host becomes reachable,
@@ -70,6 +82,11 @@ extension NetworkEngine {
 
         /// The defaults.
         public init() {}
+
+        /// ``sensitiveHeaderNames`` lowercased, with the standard credential fields always in.
+        var lowercasedSensitiveNames: Set<String> {
+            Set(sensitiveHeaderNames.map { $0.lowercased() }).union(CredentialFields.names)
+        }
 
         /// The defaults, adjusted by `configure`.
         /// - Parameter configure: Changes to make to the defaults.

@@ -105,16 +105,19 @@ public final class NetworkEngine: Sendable {
         self.headerError = headerError
         let baseURL = (try? composer.get()).flatMap { URL(string: $0.baseURLString) }
         let connectivity = EngineConnectivity(engineID: id, queue: queue, baseURL: baseURL, configuration: configuration)
+        let executor = RequestExecutor(transport: transport)
         let context = OperationContext(
-            engineID: id, queue: queue, executor: RequestExecutor(transport: transport), configuration: configuration,
-            connectivity: connectivity)
+            engineID: id, queue: queue, executor: executor, configuration: configuration, connectivity: connectivity,
+            defaultHeaders: fields)
         self.context = context
-        // The replay closure and the connectivity reference each other until `deinit` stops it.
-        connectivity.start { record in NetworkOperation.replay(of: record, context: context) }
-    }
-
-    deinit {
-        context.connectivity.stop()
+        // Replays are built with the connectivity they are handed (it keeps no reference to itself), so
+        // it goes away once neither the engine nor any of its operations needs it.
+        let (engineID, engineDefaults) = (id, fields)
+        connectivity.start { record, connectivity in
+            NetworkOperation.replay(of: record, context: OperationContext(
+                engineID: engineID, queue: queue, executor: executor, configuration: configuration, connectivity: connectivity,
+                defaultHeaders: engineDefaults))
+        }
     }
 
     /// The engine's base URL (`scheme://host[:port][/apiPath]`), or `nil` when the host or base URL is invalid.

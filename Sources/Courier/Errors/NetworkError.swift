@@ -64,6 +64,11 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         /// A frozen request was given up: its time to live ran out or it used up its attempts. It stays
         /// in the outbox's dead-letter state until dropped.
         public static let deadLettered = Code("deadLettered")
+        /// The task awaiting a frozen operation (``NetworkOperation/response()``, ``NetworkEngine/send(_:)``)
+        /// was cancelled. Only the waiting stopped: the request stays in the outbox and will be sent; its
+        /// handlers and ``NetworkEngine/outboxEvents`` still hear the outcome. Only
+        /// ``NetworkOperation/cancel()`` or ``Outbox/drop(_:)`` removes it.
+        public static let stillFrozen = Code("stillFrozen")
         /// Any other transport failure; ``NetworkError/underlying`` holds the cause.
         public static let transport = Code("transport")
 

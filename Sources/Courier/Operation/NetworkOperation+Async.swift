@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 extension NetworkOperation {
     /// What happens to an operation, as an element of ``events``.
     public enum Event: Sendable {
@@ -21,18 +22,34 @@ extension NetworkOperation {
     /// ```swift
     /// let response = try await engine.operation(path: "/rates").response()
     /// ```
-    /// Cancelling the waiting task cancels the operation.
+    /// Cancelling the waiting task cancels the operation, unless it is frozen
+    /// (``NetworkOperation/isFreezable``): a frozen request is something the user asked to keep, so
+    /// cancelling the task only stops the waiting (it throws ``NetworkError/Code/stillFrozen``) and the
+    /// request stays in the outbox; only ``cancel()`` or ``Outbox/drop(_:)`` removes it.
+    ///
+    /// Every handler of the operation (completion, error, progress, state) has run before this returns.
     /// - Returns: The response.
     /// - Throws: ``NetworkError``, as the error handlers would hear it.
     public func response() async throws(NetworkError) -> NetworkResponse {
         if state == .ready { submit() }
+        let waiter = OutcomeWaiter()
         let result = await withTaskCancellationHandler {
-            // `whenFinished` calls its observer exactly once, so the continuation is resumed exactly once.
             await withUnsafeContinuation { continuation in
-                whenFinished { continuation.resume(returning: $0) }
+                waiter.wait(continuation)
+                // The handlers were dispatched on the callback queue before the outcome was published:
+                // hopping through that queue delivers the result after every one of them ran.
+                whenFinished { [queue = context.configuration.callbackQueue] outcome in
+                    queue.async { waiter.resume(outcome) }
+                }
             }
         } onCancel: {
-            cancel()
+            if state == .frozen {
+                waiter.resume(.failure(NetworkError(
+                    .stillFrozen, "the waiting task was cancelled; the request stays in the outbox and will be sent",
+                    url: urlString)))
+            } else {
+                cancel()
+            }
         }
         return try result.get()
     }
@@ -99,5 +116,35 @@ extension NetworkOperation {
             }
         }
         return stream
+    }
+}
+
+/// One waiter of ``NetworkOperation/response()``: resumed exactly once, by the outcome or by a cancelled
+/// wait, whichever comes first, even when the wait is cancelled before the continuation exists.
+final class OutcomeWaiter: Sendable {
+    private typealias Outcome = Result<NetworkResponse, NetworkError>
+    private let state = NIOLockedValueBox<(continuation: UnsafeContinuation<Outcome, Never>?, early: Outcome?, isDone: Bool)>((nil, nil, false))
+
+    func wait(_ continuation: UnsafeContinuation<Result<NetworkResponse, NetworkError>, Never>) {
+        let early = state.withLockedValue { state -> Outcome? in
+            if let early = state.early { return early }
+            state.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(returning: early) }
+    }
+
+    func resume(_ outcome: Result<NetworkResponse, NetworkError>) {
+        let continuation = state.withLockedValue { state -> UnsafeContinuation<Outcome, Never>? in
+            guard !state.isDone else { return nil }
+            state.isDone = true
+            guard let continuation = state.continuation else {
+                state.early = outcome
+                return nil
+            }
+            state.continuation = nil
+            return continuation
+        }
+        continuation?.resume(returning: outcome)
     }
 }

@@ -26,13 +26,16 @@ extension NetworkOperation {
     func consultCache(hasPendingDependencies: Bool, stored: [CachedResponseEntry]? = nil) -> Bool {
         guard let cache = context.configuration.cache, let url = requestURL, !hasPendingDependencies else { return false }
         let now = cache.now()
+        guard method == .get || method == .head else { return false }
         let (headers, policy) = storage.withLockedValue { storage in
             storage.requestTime = now
             return (storage.headers, storage.cachePolicy ?? context.configuration.cachePolicy)
         }
-        guard method == .get || method == .head else { return false }
+        // The credentials of this moment choose the partition (the provider is asked outside the lock).
+        let credentials = currentCredentials()
         let request = CacheLookup.Request(
-            method: method, url: url, headers: headers, credentialPartition: Self.credentialPartition(of: headers))
+            method: method, url: url, headers: headers,
+            credentialPartition: Self.credentialPartition(of: headers.replacing(with: credentials), names: partitionNames(credentials)))
         let decision = CacheLookup.decide(request, candidates: stored ?? cache.candidates(for: url), now: now, policy: policy.lookupPolicy)
         if policy == .cachedThenFresh {
             return cachedThenFresh(decision, cache: cache)
@@ -93,8 +96,9 @@ extension NetworkOperation {
         guard let cache = context.configuration.cache, let url = requestURL else { return result }
         let now = cache.now()
         let (entry, requestTime, headers) = storage.withLockedValue {
-            ($0.cacheEntry, $0.requestTime ?? now, $0.prepared?.headers ?? $0.headers)
+            ($0.cacheEntry, $0.requestTime ?? now, $0.sent?.headers ?? $0.headers)
         }
+        let names = sensitiveNames
         switch result {
         case .success(var response):
             if !CacheInvalidation.isSafe(method) {
@@ -112,13 +116,19 @@ extension NetworkOperation {
             if [500, 502, 503, 504].contains(response.statusCode), let stale = fallback(entry, headers: headers, now: now, cache: cache) {
                 return .success(stale)
             }
-            if method == .get,
-                CacheStorability.canStore(requestMethod: method, requestHeaders: headers, status: response.status, responseHeaders: response.headers)
-            {
-                cache.store(CachedResponseEntry.storing(
+            switch CacheStorability.verdict(requestMethod: method, requestHeaders: headers, status: response.status, responseHeaders: response.headers) {
+            case .storable:
+                var entry = CachedResponseEntry.storing(
                     url: response.url, requestHeaders: headers, status: response.status, responseHeaders: response.headers,
                     body: response.body, requestTime: requestTime, responseTime: now,
-                    credentialPartition: Self.credentialPartition(of: headers)))
+                    credentialPartition: Self.credentialPartition(of: headers, names: names))
+                // A variant chosen by a credential (Vary: X-Auth-Token) holds that credential: memory only.
+                entry.isMemoryOnly = entry.varySelectedHeaders.keys.contains { names.contains($0.lowercased()) }
+                cache.store(entry)
+            case .notStorable(let reason):
+                context.configuration.logger.debug("courier response not stored", metadata: [
+                    "courier-url": "\(response.url.redactedForLogs)", "courier-reason": "\(reason)",
+                ])
             }
             cache.record(.miss)
             response.cacheOutcome = .miss
@@ -161,9 +171,17 @@ extension NetworkOperation {
 
     /// A digest of the request's credentials, so responses to different users are never mixed;
     /// `nil` without credentials. The credentials themselves are never stored.
-    static func credentialPartition(of headers: HTTPFields) -> String? {
-        let credentials = headers[values: .authorization] + headers[values: .cookie]
+    /// - Parameter names: The lowercase names that carry credentials (the engine's sensitive names and
+    ///   the provider's fields).
+    static func credentialPartition(of headers: HTTPFields, names: Set<String> = SensitiveHeaders.defaultNames) -> String? {
+        let credentials = SensitiveHeaders.kept(names, from: headers)
+            .map { "\($0.name.canonicalName): \($0.value)" }.sorted()
         guard !credentials.isEmpty else { return nil }
         return SHA256.hexDigest(Data(credentials.joined(separator: "\n").utf8))
+    }
+
+    /// The names that partition the cache for a request carrying the provider's `credentials`.
+    private func partitionNames(_ credentials: HTTPFields) -> Set<String> {
+        context.configuration.lowercasedSensitiveNames.union(credentials.map(\.name.canonicalName))
     }
 }

@@ -40,6 +40,9 @@ extension NetworkOperation {
         set { storage.withLockedValue { if $0.machine.state == .ready { $0.maximumAttempts = newValue.map { max(1, $0) } } } }
     }
 
+    /// Whether this is the outbox's replay of a frozen request.
+    var isReplay: Bool { storage.withLockedValue { $0.isReplay } }
+
     /// The operation's row in the outbox, once frozen.
     public var outboxID: String? { storage.withLockedValue { $0.outboxID } }
 
@@ -75,10 +78,17 @@ extension NetworkOperation {
 
     /// Writes the operation to the outbox (committed), then tells its handlers. When the outbox cannot
     /// be used, the operation fails with the error that made it freeze (or ``NetworkError/Code/outboxUnavailable``).
+    /// The disk work runs on the outbox's I/O queue, never on the caller's thread or the cooperative pool.
     func freeze(after error: NetworkError?) {
+        OutboxDatabase.io.async { [self] in writeToOutbox(after: error) }
+    }
+
+    private func writeToOutbox(after error: NetworkError?) {
         let connectivity = context.connectivity
         let now = Date().timeIntervalSince1970
-        let (headers, ttl, attempts) = storage.withLockedValue { ($0.prepared?.headers ?? $0.headers, $0.timeToLive, $0.maximumAttempts) }
+        // The operation's own headers: never the provider's credentials, and no sensitive field.
+        let (ownHeaders, ttl, attempts) = storage.withLockedValue { ($0.headers, $0.timeToLive, $0.maximumAttempts) }
+        let headers = SensitiveHeaders.removed(sensitiveNames, from: ownHeaders)
         guard let url = requestURL, let database = connectivity.outboxDatabase() else {
             finish(.failure(error ?? NetworkError(.outboxUnavailable, "this engine has no outbox (no data directory)", url: urlString)))
             return
@@ -125,10 +135,20 @@ extension NetworkOperation {
         connectivity.outboxDidChange()
     }
 
-    /// Cancelled while frozen: its row goes, so it is never sent (nor frozen) again.
+    /// Cancelled while frozen: its row goes, so it is never sent (nor frozen) again. The outbox finishes
+    /// the operation: as cancelled, or with the answer of a replay already on the wire.
     func dropFromOutbox() {
-        guard let id = outboxID, let database = context.connectivity.outboxDatabase() else { return }
-        database.drop(id: id)   // the operation has already finished as cancelled
+        guard let id = outboxID else {
+            finish(.failure(.cancelled(url: urlString)))
+            return
+        }
+        OutboxDatabase.io.async { [self] in
+            guard let database = context.connectivity.outboxDatabase() else {
+                finish(.failure(.cancelled(url: urlString)))
+                return
+            }
+            database.drop(id: id)
+        }
     }
 }
 
@@ -150,8 +170,16 @@ extension NetworkOperation {
     /// never shared with another request. The engine's credential provider adds the credentials.
     static func replay(of record: OutboxRecord, context: OperationContext) -> NetworkOperation {
         let body = record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
+        // Sensitive fields never reach the outbox: a replay takes them from the operation that froze, while
+        // it is alive in this process, else from the engine's default headers (the credential provider
+        // adds its own when the replay is sent).
+        let names = context.configuration.lowercasedSensitiveNames
+        let original = context.connectivity.outboxDatabase()?.attachedOperation(for: record.id)
+        let secrets = SensitiveHeaders.kept(names, from: original?.headers ?? context.defaultHeaders)
+        var headers = record.headers
+        for name in Set(secrets.map(\.name)) where headers[name] == nil { headers.append(contentsOf: secrets.filter { $0.name == name }) }
         let operation = NetworkOperation(
-            method: record.method, url: .success(record.url), urlString: record.url.absoluteString, headers: record.headers,
+            method: record.method, url: .success(record.url), urlString: record.url.absoluteString, headers: headers,
             body: body, context: context, inputError: nil)
         operation.storage.withLockedValue { storage in
             storage.isReplay = true

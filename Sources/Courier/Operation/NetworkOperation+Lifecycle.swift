@@ -27,6 +27,7 @@ extension NetworkOperation {
             notify(observers)
         case .submit:
             let pending = dependencies.filter { !$0.isFinished }
+            context.queue.track(self)
             prepareForFreezing()
             // A cache entry that must come from disk is read off this thread; the operation goes on from there.
             if let (cache, url) = diskReadBeforeLookup(hasPendingDependencies: !pending.isEmpty) {
@@ -47,50 +48,70 @@ extension NetworkOperation {
         // A fresh cached answer never enters the queue.
         if consultCache(hasPendingDependencies: !pending.isEmpty, stored: stored) { return }
         switch context.connectivity.admit(self) {
-        case .go: enterQueue(dependencies: pending)
+        case .go: enterQueue()
         case .freeze: freeze(after: nil)
         case .fail(let error): finish(applyCache(to: .failure(error)).flatMap(validate))
         case .held: break
         }
     }
 
-    /// Puts a submitted operation into its queue (also when connectivity returns for a held one).
-    func enterQueue(dependencies pending: [NetworkOperation] = []) {
+    /// Puts a submitted operation into its queue (also when connectivity returns for a held one), with
+    /// the dependencies it still waits for: an operation held for connectivity comes back with them.
+    func enterQueue() {
         let queue = context.queue
+        let pending = storage.withLockedValue { $0.dependencies }.filter { !$0.isFinished }
         queue.enqueue(self, dependencies: Set(pending.map(\.id)))
         // Observed only after enqueueing, so a dependency finishing meanwhile is never missed.
-        let id = self.id
         for dependency in pending {
             let dependencyID = dependency.id
-            dependency.whenFinished { _ in queue.dependencyFinished(dependencyID, for: id) }
+            dependency.whenFinished { [self] _ in
+                queue.dependencyFinished(dependencyID, for: id)
+                // Ready now: if its host went away meanwhile, it leaves the queue as ready work does.
+                context.connectivity.dependenciesMet(self)
+            }
         }
         // A cancel that raced with enqueueing found nothing to remove: remove it now.
         if isCancelled { queue.cancel(self) }
     }
 
-    /// The request as it goes on the wire, built on first use (once enqueued, headers no longer change).
+    /// The request without its credentials, built on first use (once enqueued, headers no longer change).
+    /// Credentials are added by ``requestForSending()``, just before the request goes out.
     func preparedRequest() -> PreparedRequest {
-        if let prepared = storage.withLockedValue({ $0.prepared }) { return prepared }
-        // The engine's credential provider is the app's code: called outside the lock.
-        let credentials = requestURL.flatMap { url in context.configuration.credentialProvider?(url) } ?? [:]
-        return storage.withLockedValue { storage in
+        storage.withLockedValue { storage in
             if let prepared = storage.prepared { return prepared }
-            var prepared = makePreparedRequest(
-                headers: storage.headers, credentials: credentials, redirects: storage.redirects, decompression: storage.decompression)
+            var prepared = makePreparedRequest(headers: storage.headers, redirects: storage.redirects, decompression: storage.decompression)
             prepared.reportsInformational = !storage.handlers.informational.isEmpty
             storage.prepared = prepared
             return prepared
         }
     }
 
-    private func makePreparedRequest(
-        headers: HTTPFields, credentials: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?
-    ) -> PreparedRequest {
+    /// The engine's credential provider's fields for this request, asked now. The provider is the
+    /// app's code: never called under a lock.
+    func currentCredentials() -> HTTPFields {
+        requestURL.flatMap { url in context.configuration.credentialProvider?(url) } ?? [:]
+    }
+
+    /// The request as it goes on the wire now: the prepared request with the credentials of this moment
+    /// (a token refreshed while the operation waited is the one sent). The provider's field names join
+    /// the engine's sensitive names for this request: dropped on cross-origin redirects, never written
+    /// to the outbox, masked in logs.
+    func requestForSending() -> PreparedRequest {
+        var request = preparedRequest()
+        let credentials = currentCredentials()
+        request.headers = request.headers.replacing(with: credentials)
+        request.sensitiveNames.formUnion(credentials.map(\.name.canonicalName))
+        return request
+    }
+
+    /// The header names this operation treats as credentials: the engine's list and the provider's fields.
+    var sensitiveNames: Set<String> {
+        let provided = storage.withLockedValue { $0.sent?.sensitiveNames } ?? []
+        return context.configuration.lowercasedSensitiveNames.union(provided)
+    }
+
+    private func makePreparedRequest(headers: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?) -> PreparedRequest {
         let configuration = context.configuration
-        var headers = headers
-        // The provider's fields replace any of the same name (several of one name, such as cookies, are kept).
-        for name in Set(credentials.map(\.name)) { headers[name] = nil }
-        headers.append(contentsOf: credentials)
         return PreparedRequest(
             method: method,
             url: requestURL ?? URL(string: "http://invalid.invalid")!,
@@ -103,13 +124,19 @@ extension NetworkOperation {
             redirects: redirects ?? configuration.redirects,
             maximumBodySize: configuration.maximumResponseBodySize,
             totalTimeout: configuration.timeouts.total,
-            logger: configuration.logger)
+            logger: configuration.logger,
+            sensitiveNames: configuration.lowercasedSensitiveNames)
     }
 
     /// The key identical operations share, or `nil` when this one must run alone.
     func coalescingKey() -> CoalescingKey? {
         guard storage.withLockedValue({ $0.allowsCoalescing }) else { return nil }
-        return CoalescingKey(request: preparedRequest(), uniqueIdentifier: uniqueIdentifier)
+        let transport = context.executor.transport
+        let runner = CoalescingKey.Runner(
+            group: context.connectivity.group,
+            transport: type(of: transport) is AnyClass ? .object(ObjectIdentifier(transport as AnyObject)) : .engine(context.engineID),
+            credentialsOf: context.configuration.credentialProvider == nil ? nil : context.engineID)
+        return CoalescingKey(request: preparedRequest(), uniqueIdentifier: uniqueIdentifier, runner: runner)
     }
 
     // MARK: Events from the queue
@@ -156,7 +183,9 @@ extension NetworkOperation {
 
     /// The flight ended; `result` is the raw outcome, which this operation validates by its own rules.
     /// A freezable operation whose request got no answer goes to the outbox instead.
-    func queueDidFinish(_ result: Result<NetworkResponse, NetworkError>) {
+    /// - Parameter sent: The request the flight sent (with the credentials it carried), if it went out.
+    func queueDidFinish(_ result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil) {
+        if let sent { storage.withLockedValue { $0.sent = sent } }
         if case .failure(let error) = result, shouldFreeze(after: error) {
             freeze(after: error)
             return

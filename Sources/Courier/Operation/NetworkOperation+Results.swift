@@ -59,8 +59,9 @@ extension NetworkOperation {
 
     /// A `curl` command that sends the same request, for logs and bug reports.
     ///
-    /// Credentials are masked: `Authorization` and `Proxy-Authorization` keep only their scheme,
-    /// `Cookie` only the cookie names.
+    /// The credential provider's fields are included (asked now), and every credential is masked:
+    /// `Authorization` and `Proxy-Authorization` keep only their scheme, `Cookie` only the cookie names,
+    /// the other ``NetworkEngine/Configuration/sensitiveHeaderNames`` and provider fields show `***`.
     public var curlCommand: String {
         var parts = ["curl"]
         if method == .head {
@@ -69,8 +70,10 @@ extension NetworkOperation {
             parts += ["-X", ShellQuoting.quote(method.rawValue)]
         }
         parts.append(ShellQuoting.quote(urlString))
-        for field in headers.http1Fields {
-            parts += ["-H", ShellQuoting.quote("\(field.name): \(Self.masked(name: field.name, value: field.value))")]
+        let credentials = currentCredentials()
+        let sensitive = context.configuration.lowercasedSensitiveNames.union(credentials.map(\.name.canonicalName))
+        for field in headers.replacing(with: credentials).http1Fields {
+            parts += ["-H", ShellQuoting.quote("\(field.name): \(Self.masked(name: field.name, value: field.value, sensitive: sensitive))")]
         }
         if let body {
             if let text = String(data: body, encoding: .utf8), !text.contains("\0") {
@@ -83,7 +86,7 @@ extension NetworkOperation {
     }
 
     /// A header value fit for logs: credentials masked, everything else as is.
-    static func masked(name: String, value: String) -> String {
+    static func masked(name: String, value: String, sensitive: Set<String> = SensitiveHeaders.defaultNames) -> String {
         switch name.lowercased() {
         case "authorization", "proxy-authorization":
             let scheme = value.split(separator: " ", maxSplits: 1).first.map(String.init)
@@ -93,6 +96,8 @@ extension NetworkOperation {
                 let name = pair.split(separator: "=", maxSplits: 1).first ?? ""
                 return "\(name.trimmingCharacters(in: .whitespaces))=***"
             }.joined(separator: "; ")
+        case let other where sensitive.contains(other):
+            return "***"
         default:
             return value
         }

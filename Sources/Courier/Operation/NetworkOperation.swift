@@ -68,8 +68,10 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var observers: [@Sendable (Result<NetworkResponse, NetworkError>) -> Void] = []
         var streams: [Int: AsyncStream<Event>.Continuation] = [:]
         var nextStreamKey = 0
-        /// The request as sent, built once when the operation is enqueued.
+        /// The request without credentials, built once when the operation is enqueued.
         var prepared: PreparedRequest?
+        /// The request its flight sent, credentials included (for the cache's partition).
+        var sent: PreparedRequest?
         /// The operation's own cache policy, if it overrides its engine's.
         var cachePolicy: CachePolicy?
         /// The stored response being revalidated (or kept for stale-if-error).
@@ -242,12 +244,15 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     ///
     /// Not yet enqueued: it finishes at once as cancelled and never touches the network. Waiting:
     /// it leaves the queue. Running: its request is cancelled (unless identical operations still
-    /// share it). In every case its error handlers hear ``NetworkError/Code/cancelled`` once.
+    /// share it). Frozen: its row leaves the outbox and it finishes as cancelled, unless its replay is
+    /// already on the wire: then that attempt decides, so nothing the server answered is reported as
+    /// cancelled (a 2xx is the operation's response). In every case its error handlers hear
+    /// ``NetworkError/Code/cancelled`` once, or the outcome that came first.
     /// Cancelling a finished operation does nothing.
     public func cancel() {
         let (action, observers) = storage.withLockedValue { storage in
             let action = storage.machine.cancel(url: urlString)
-            return (action, action == .finished || action == .dropFromOutbox ? publishOutcome(&storage) : [])
+            return (action, action == .finished ? publishOutcome(&storage) : [])
         }
         switch action {
         case .finished: notify(observers)
@@ -256,7 +261,6 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
             context.connectivity.cancelHeld(self)
         case .dropFromOutbox:
             dropFromOutbox()
-            notify(observers)
         case .none: break
         }
     }
@@ -276,4 +280,6 @@ struct OperationContext: Sendable {
     let executor: RequestExecutor
     let configuration: NetworkEngine.Configuration
     let connectivity: EngineConnectivity
+    /// The engine's default headers (a replay after a restart takes its sensitive ones from here).
+    var defaultHeaders: HTTPFields = [:]
 }

@@ -11,6 +11,8 @@ struct OperationStateMachine {
     private(set) var outcome: Result<NetworkResponse, NetworkError>?
     /// Set as soon as cancellation is asked for, before the queue confirms it.
     private(set) var isCancellationRequested = false
+    /// Whether its request ever went out (it reached `executing`).
+    private(set) var hasStarted = false
 
     enum EnqueueAction: Equatable {
         /// Hand the operation to the queue (state is now `waiting`).
@@ -26,7 +28,8 @@ struct OperationStateMachine {
         case finished
         /// Ask the queue to remove it; the queue finishes it.
         case removeFromQueue
-        /// It is frozen: remove its row from the outbox (it is never frozen again); it finished as cancelled.
+        /// It is frozen: remove its row from the outbox (it is never frozen again). It finishes when the
+        /// outbox confirms: as cancelled, or with the answer of a replay that was already on the wire.
         case dropFromOutbox
         /// Already finished: nothing to do.
         case none
@@ -46,6 +49,7 @@ struct OperationStateMachine {
     mutating func start() -> Bool {
         guard state == .waiting else { return false }
         state = .executing
+        hasStarted = true
         return true
     }
 
@@ -77,8 +81,8 @@ struct OperationStateMachine {
             isCancellationRequested = true
             return .removeFromQueue
         case .frozen:
+            guard !isCancellationRequested else { return .none }
             isCancellationRequested = true
-            _ = finish(.failure(.cancelled(url: url)))
             return .dropFromOutbox
         case .finished:
             return .none

@@ -15,18 +15,26 @@ import Darwin
 /// ``insert(_:)`` removes them (see ``CredentialFields``), whoever built the record.
 final class OutboxDatabase: Sendable {
     let directory: URL
-    private let pool: DatabasePool
+    let pool: DatabasePool
     /// This process's name on leases: `pid:random`.
     let owner: String
 
-    private struct Listeners {
+    struct Listeners {
         var streams: [Int: (origin: String?, continuation: AsyncStream<OutboxEvent>.Continuation)] = [:]
         var nextKey = 0
         /// Frozen operations whose handlers still listen, by row id.
         var operations: [String: NetworkOperation] = [:]
+        /// Replays of this process on their way, by row id, and whether a drop was asked for meanwhile.
+        var replays: [String: (operation: NetworkOperation, dropRequested: Bool)] = [:]
+        /// Whether the cross-process watch runs (see OutboxDatabase+Watch).
+        var isWatching = false
     }
 
-    private let listeners = NIOLockedValueBox(Listeners())
+    let listeners = NIOLockedValueBox(Listeners())
+    /// Where outbox disk work runs (opening, writes, claims, the cross-process watch): never a caller's
+    /// thread nor the cooperative pool. Serial, so this process's writes keep their order.
+    static let io = DispatchQueue(label: "courier.outbox.io")
+    var io: DispatchQueue { Self.io }
 
     private static let registry = NIOLockedValueBox<[String: OutboxDatabase]>([:])
 
@@ -82,9 +90,15 @@ final class OutboxDatabase: Sendable {
                     lastStatus INTEGER,
                     lastError TEXT,
                     leaseOwner TEXT,
-                    leaseExpires DOUBLE);
+                    leaseExpires DOUBLE,
+                    outcome TEXT,
+                    finishedAt DOUBLE);
                 CREATE INDEX IF NOT EXISTS outboxByOrigin ON outbox(origin, deadReason, seq);
                 """)
+            // Outboxes made before outcomes were recorded (another process's waiting operation reads them).
+            let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(outbox)").compactMap { $0["name"] as String? }
+            if !columns.contains("outcome") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN outcome TEXT") }
+            if !columns.contains("finishedAt") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN finishedAt DOUBLE") }
         }
         for name in ["outbox.sqlite", "outbox.sqlite-wal", "outbox.sqlite-shm"] {
             let path = directory.appendingPathComponent(name).path
@@ -113,11 +127,24 @@ final class OutboxDatabase: Sendable {
         }
     }
 
-    /// Reads the oldest pending row of an origin and, in the same transaction, claims it (lease and
-    /// attempt counted) or dead-letters it, as ``ReplayStateMachine/decide(_:now:ignoringSchedule:)`` says.
-    func claimHead(
-        origin: String, now: Double, ignoringSchedule: Bool, lease: Double
-    ) -> (head: ReplayStateMachine.Head?, decision: ReplayStateMachine.HeadDecision?, record: OutboxRecord?) {
+    /// What ``claimHead(origin:now:ignoringSchedule:lease:)`` found.
+    enum Claim {
+        /// The head row, what to do with it, and the record (claimed when the decision is `.send`).
+        case head(ReplayStateMachine.Head, ReplayStateMachine.HeadDecision, OutboxRecord)
+        /// Nothing pending for the origin.
+        case empty
+        /// The database could not be read or written (busy past its timeout, disk full, damaged).
+        case failed(String)
+    }
+
+    /// How long a finished row is kept, so that an operation of another process waiting for it learns
+    /// its outcome (see OutboxDatabase+Watch) before it is swept away.
+    static let outcomeRetention: Double = 600
+
+    /// Reads the oldest pending row of an origin and, in the same transaction, claims it (lease) or
+    /// dead-letters it, as ``ReplayStateMachine/decide(_:now:ignoringSchedule:)`` says. Attempts are
+    /// counted when a request is really sent (``complete(id:_:status:error:sent:now:)``), not here.
+    func claimHead(origin: String, now: Double, ignoringSchedule: Bool, lease: Double) -> Claim {
         do {
             var damaged: [String] = []
             defer {
@@ -128,12 +155,14 @@ final class OutboxDatabase: Sendable {
                 }
             }
             return try pool.writeWithoutTransaction { db in
-                var result: (ReplayStateMachine.Head?, ReplayStateMachine.HeadDecision?, OutboxRecord?) = (nil, nil, nil)
+                var result = Claim.empty
                 try db.inTransaction(.immediate) {
+                    try db.execute(sql: "DELETE FROM outbox WHERE outcome IS NOT NULL AND finishedAt < ?",
+                                   arguments: [now - Self.outcomeRetention])
                     var found: (row: Row, record: OutboxRecord)?
                     while found == nil {
                         guard let row = try Row.fetchOne(db, sql: """
-                            SELECT * FROM outbox WHERE origin = ? AND deadReason IS NULL ORDER BY seq LIMIT 1
+                            SELECT * FROM outbox WHERE origin = ? AND deadReason IS NULL AND outcome IS NULL ORDER BY seq LIMIT 1
                             """, arguments: [origin])
                         else { return .commit }
                         if let record = OutboxRecord(row: row) {
@@ -158,9 +187,8 @@ final class OutboxDatabase: Sendable {
                     let decision = ReplayStateMachine.decide(head, now: now, ignoringSchedule: ignoringSchedule)
                     switch decision {
                     case .send:
-                        record.attempts += 1
-                        try db.execute(sql: "UPDATE outbox SET attempts = ?, leaseOwner = ?, leaseExpires = ? WHERE id = ?",
-                                       arguments: [record.attempts, owner, now + lease, record.id])
+                        try db.execute(sql: "UPDATE outbox SET leaseOwner = ?, leaseExpires = ? WHERE id = ?",
+                                       arguments: [owner, now + lease, record.id])
                     case .deadLetter(let reason):
                         record.deadReason = reason
                         try db.execute(sql: "UPDATE outbox SET deadReason = ?, leaseOwner = NULL WHERE id = ?",
@@ -168,29 +196,49 @@ final class OutboxDatabase: Sendable {
                     case .wait:
                         break
                     }
-                    result = (head, decision, record)
+                    result = .head(head, decision, record)
                     return .commit
                 }
                 return result
             }
         } catch {
-            return (nil, nil, nil)
+            return .failed("\(error)")
         }
     }
 
-    /// Records what became of an attempt: removes the row, or keeps it for a retry at a later time.
-    func complete(id: String, _ completion: ReplayStateMachine.Completion, status: Int?, error: String?) {
+    /// Extends this process's lease on a row it is replaying; `false` when the lease is no longer its own.
+    @discardableResult
+    func renewLease(id: String, until: Double) -> Bool {
+        (try? pool.write { db in
+            try db.execute(sql: "UPDATE outbox SET leaseExpires = ? WHERE id = ? AND leaseOwner = ?", arguments: [until, id, owner])
+            return db.changesCount > 0
+        }) ?? false
+    }
+
+    /// Records what became of an attempt: the row keeps its outcome for a while (for other processes'
+    /// waiting operations), or waits for a retry at a later time. `sent` says whether the request went
+    /// out (an attempt that never reached the wire is not counted against ``NetworkOperation/maximumAttempts``).
+    func complete(id: String, _ completion: ReplayStateMachine.Completion, status: Int?, error: String?, sent: Bool, now: Double) {
         _ = try? pool.write { db in
             switch completion {
             case .delivered, .failedPermanently:
-                try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id])
+                let outcome = completion == .delivered ? "delivered" : "failed"
+                try db.execute(sql: """
+                    UPDATE outbox SET outcome = ?, finishedAt = ?, lastStatus = ?, lastError = ?, attempts = attempts + ?,
+                        body = NULL, leaseOwner = NULL, leaseExpires = NULL WHERE id = ?
+                    """, arguments: [outcome, now, status, error, sent ? 1 : 0, id])
             case .retry(let at):
                 try db.execute(sql: """
-                    UPDATE outbox SET nextAttemptAt = ?, lastStatus = ?, lastError = ?, leaseOwner = NULL, leaseExpires = NULL
-                    WHERE id = ?
-                    """, arguments: [at, status, error, id])
+                    UPDATE outbox SET nextAttemptAt = ?, lastStatus = ?, lastError = ?, attempts = attempts + ?,
+                        leaseOwner = NULL, leaseExpires = NULL WHERE id = ?
+                    """, arguments: [at, status, error, sent ? 1 : 0, id])
             }
         }
+    }
+
+    /// Deletes a row for good (a drop asked for while its replay was on the wire, which got no answer).
+    func delete(id: String) {
+        _ = try? pool.write { db in try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id]) }
     }
 
     // MARK: Reading and managing
@@ -199,34 +247,52 @@ final class OutboxDatabase: Sendable {
     func records(origin: String? = nil) -> [OutboxRecord] {
         let rows: [Row] = (try? pool.read { db in
             if let origin {
-                return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE origin = ? ORDER BY seq", arguments: [origin])
+                return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE origin = ? AND outcome IS NULL ORDER BY seq", arguments: [origin])
             }
-            return try Row.fetchAll(db, sql: "SELECT * FROM outbox ORDER BY seq")
+            return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE outcome IS NULL ORDER BY seq")
         }) ?? []
         return rows.compactMap(OutboxRecord.init(row:))
     }
 
-    /// How many rows there are, dead letters included.
+    /// How many rows there are, dead letters included (finished ones kept for other processes are not counted).
     func count() -> Int {
-        (try? pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox") }) ?? 0
+        (try? pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox WHERE outcome IS NULL") }) ?? 0
     }
 
     /// The origins with pending rows.
     func pendingOrigins() -> [String] {
         (try? pool.read { db in
-            try String.fetchAll(db, sql: "SELECT DISTINCT origin FROM outbox WHERE deadReason IS NULL ORDER BY origin")
+            try String.fetchAll(db, sql: "SELECT DISTINCT origin FROM outbox WHERE deadReason IS NULL AND outcome IS NULL ORDER BY origin")
         }) ?? []
     }
 
     /// Removes one row; `false` when there was none with that id.
     /// An operation of this process still waiting for it fails with ``NetworkError/Code/cancelled``.
+    ///
+    /// When this process is replaying the row: a replay still waiting in the queue is cancelled (nothing
+    /// was sent); one on the wire decides, so that nothing is reported cancelled that the server then
+    /// answered: a 2xx or final 4xx is reported as such, anything else drops the row.
     @discardableResult
     func drop(id: String) -> Bool {
+        let replay = listeners.withLockedValue { listeners -> NetworkOperation? in
+            guard listeners.replays[id] != nil else { return nil }
+            listeners.replays[id]?.dropRequested = true
+            return listeners.replays[id]?.operation
+        }
+        if let replay {
+            if replay.state == .waiting { replay.cancel() }
+            return true
+        }
         let removed = (try? pool.write { db in
-            try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM outbox WHERE id = ? AND outcome IS NULL", arguments: [id])
             return db.changesCount > 0
         }) ?? false
-        operationDropped(id)
+        if removed {
+            operationDropped(id)
+        } else {
+            // Already settled (perhaps by another process): the waiting operation hears what happened.
+            settle([id])
+        }
         return removed
     }
 
@@ -234,15 +300,20 @@ final class OutboxDatabase: Sendable {
     @discardableResult
     func clear() -> Int {
         let ids = records().map(\.id)
-        let count = (try? pool.write { db in
-            try db.execute(sql: "DELETE FROM outbox")
+        var count = 0
+        for id in ids where drop(id: id) { count += 1 }
+        // Rows that could not be read go too (but not a row whose replay is on the wire: that one decides
+        // for itself); finished rows stay for their retention.
+        let inFlight = listeners.withLockedValue { Array($0.replays.keys) }
+        count += (try? pool.write { db in
+            try db.execute(sql: "DELETE FROM outbox WHERE outcome IS NULL AND id NOT IN (SELECT value FROM json_each(?))",
+                           arguments: [String(decoding: try JSONEncoder().encode(inFlight), as: UTF8.self)])
             return db.changesCount
         }) ?? 0
-        for id in ids { operationDropped(id) }
         return count
     }
 
-    private func operationDropped(_ id: String) {
+    func operationDropped(_ id: String) {
         detachOperation(for: id)?.finish(.failure(NetworkError(.cancelled, "its outbox entry was dropped", url: nil)))
     }
 
@@ -278,6 +349,22 @@ final class OutboxDatabase: Sendable {
     /// Remembers a frozen operation whose handlers wait for its outcome.
     func attach(_ operation: NetworkOperation, to id: String) {
         listeners.withLockedValue { $0.operations[id] = operation }
+        watchIfNeeded()
+    }
+
+    /// A replay of this process is on its way for a row (a drop meanwhile waits for its outcome).
+    func replayStarted(_ operation: NetworkOperation, for id: String) {
+        listeners.withLockedValue { $0.replays[id] = (operation, false) }
+    }
+
+    /// The replay of a row ended; returns whether a drop was asked for meanwhile.
+    func replayEnded(for id: String) -> Bool {
+        listeners.withLockedValue { $0.replays.removeValue(forKey: id)?.dropRequested ?? false }
+    }
+
+    /// The frozen operation waiting for a row's outcome, if it is alive in this process (left in the table).
+    func attachedOperation(for id: String) -> NetworkOperation? {
+        listeners.withLockedValue { $0.operations[id] }
     }
 
     /// The frozen operation waiting for a row's outcome, removed from the table.

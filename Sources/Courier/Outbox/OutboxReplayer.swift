@@ -4,7 +4,9 @@ import NIOConcurrencyHelpers
 
 /// Runs one engine's ``ReplayStateMachine``: claims rows of the engine's origin from the outbox, sends
 /// them through the engine (and so the shared queue), records each outcome, reports it, and sets the
-/// retry timer. Every decision is the machine's; this class only does the I/O.
+/// retry timer. Every decision is the machine's; this class only does the I/O, on the outbox's I/O
+/// queue (never a caller's thread nor the cooperative pool). While a replay is on its way its lease is
+/// renewed, so a slow answer is never taken over and sent twice by another engine or process.
 final class OutboxReplayer: Sendable {
     private struct State {
         var machine: ReplayStateMachine
@@ -18,12 +20,12 @@ final class OutboxReplayer: Sendable {
     let database: OutboxDatabase
     let origin: String
     private let lease: Double
-    private let makeOperation: @Sendable (OutboxRecord) -> NetworkOperation
+    private let makeOperation: @Sendable (OutboxRecord) -> NetworkOperation?
     private let state: NIOLockedValueBox<State>
 
     init(
         database: OutboxDatabase, origin: String, retry: OutboxRetry, isReachable: Bool,
-        makeOperation: @escaping @Sendable (OutboxRecord) -> NetworkOperation
+        makeOperation: @escaping @Sendable (OutboxRecord) -> NetworkOperation?
     ) {
         self.database = database
         self.origin = origin
@@ -34,12 +36,20 @@ final class OutboxReplayer: Sendable {
     }
 
     func reachabilityChanged(_ reachable: Bool) {
-        run(state.withLockedValue { $0.isStopped ? .idle : $0.machine.reachabilityChanged(reachable) })
+        runOnIO(state.withLockedValue { $0.isStopped ? .idle : $0.machine.reachabilityChanged(reachable) })
     }
 
     /// Something was frozen, or a timer fired: send what is due.
     func kick() {
-        run(state.withLockedValue { $0.isStopped ? .idle : $0.machine.timerFired() })
+        runOnIO(state.withLockedValue { $0.isStopped ? .idle : $0.machine.timerFired() })
+    }
+
+    private func runOnIO(_ action: ReplayStateMachine.Action) {
+        if case .idle = action {
+            resumeFlushWaitersIfIdle()
+            return
+        }
+        database.io.async { [self] in run(action) }
     }
 
     /// Sends now what can be sent, ignoring retry times; returns when the replay is idle again (nothing
@@ -51,9 +61,8 @@ final class OutboxReplayer: Sendable {
                 state.flushWaiters.append(continuation)
                 return state.machine.flush()
             }
-            run(action)
-            // Nothing started (unreachable, stopped), and nothing running will finish the flush.
-            resumeFlushWaitersIfIdle()
+            // Nothing started (unreachable, stopped), and nothing running will finish the flush: it ends now.
+            runOnIO(action)
         }
     }
 
@@ -101,14 +110,20 @@ final class OutboxReplayer: Sendable {
                 return
             case .claimHead(let ignoringSchedule):
                 let now = Date().timeIntervalSince1970
-                let (head, decision, record) = database.claimHead(origin: origin, now: now, ignoringSchedule: ignoringSchedule, lease: lease)
-                if case .deadLetter? = decision, let record { deadLettered(record) }
-                let next = state.withLockedValue { $0.machine.headClaimed(head, decision: decision) }
-                if case .send = next, let record {
-                    send(record)
-                    return
+                switch database.claimHead(origin: origin, now: now, ignoringSchedule: ignoringSchedule, lease: lease) {
+                case .empty:
+                    action = state.withLockedValue { $0.machine.headClaimed(nil, decision: nil) }
+                case .failed:
+                    action = state.withLockedValue { $0.machine.claimFailed(now: now, jitter: Double.random(in: 0..<1)) }
+                case .head(let head, let decision, let record):
+                    if case .deadLetter = decision { deadLettered(record) }
+                    let next = state.withLockedValue { $0.machine.headClaimed(head, decision: decision) }
+                    if case .send = next {
+                        send(record)
+                        return
+                    }
+                    action = next
                 }
-                action = next
             }
         }
     }
@@ -128,12 +143,36 @@ final class OutboxReplayer: Sendable {
     }
 
     private func send(_ record: OutboxRecord) {
-        let operation = makeOperation(record)
-        operation.whenFinished { [self] result in attemptFinished(record, result: result) }
+        guard let operation = makeOperation(record) else {
+            // The engine's connectivity is gone (nothing needs this replayer any more): give the claim back.
+            database.complete(id: record.id, .retry(at: record.nextAttemptAt), status: record.lastStatus, error: record.lastError,
+                              sent: false, now: Date().timeIntervalSince1970)
+            stop()
+            return
+        }
+        database.replayStarted(operation, for: record.id)
+        let renewal = renewLease(of: record.id)
+        operation.whenFinished { [self] result in
+            renewal.cancel()
+            let sent = operation.storage.withLockedValue { $0.machine.hasStarted }
+            database.io.async { [self] in attemptFinished(record, result: result, sent: sent) }
+        }
         operation.submit()
     }
 
-    private func attemptFinished(_ record: OutboxRecord, result: Result<NetworkResponse, NetworkError>) {
+    /// Renews the lease on a row every third of its length while its replay is on its way.
+    private func renewLease(of id: String) -> Task<Void, Never> {
+        let (lease, database) = (lease, database)
+        return Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(Int64(lease * 1000 / 3)))
+                guard !Task.isCancelled else { return }
+                database.io.async { database.renewLease(id: id, until: Date().timeIntervalSince1970 + lease) }
+            }
+        }
+    }
+
+    private func attemptFinished(_ record: OutboxRecord, result: Result<NetworkResponse, NetworkError>, sent: Bool) {
         let outcome: ReplayStateMachine.Outcome
         var response: NetworkResponse?
         var errorText: String?
@@ -147,31 +186,44 @@ final class OutboxReplayer: Sendable {
                 response = answer
                 outcome = .answered(status: answer.statusCode, retryAfter: Self.retryAfter(answer))
             } else {
-                outcome = .noAnswer
+                outcome = sent ? .noAnswer : .notSent
             }
         }
+        let now = Date().timeIntervalSince1970
+        let dropRequested = database.replayEnded(for: record.id)
         let (completion, next) = state.withLockedValue { state in
             let (completion, next) = state.machine.attemptFinished(
-                id: record.id, attempts: record.attempts, outcome: outcome, now: Date().timeIntervalSince1970, jitter: Double.random(in: 0..<1))
+                id: record.id, attempts: record.attempts + (sent ? 1 : 0), outcome: outcome, now: now, jitter: Double.random(in: 0..<1))
             // A stopped replayer (its engine is gone) records this outcome but claims nothing more.
             return (completion, state.isStopped ? ReplayStateMachine.Action.idle : next)
         }
-        database.complete(id: record.id, completion, status: response?.statusCode, error: errorText)
         var updated = record
+        updated.attempts += sent ? 1 : 0
         updated.lastStatus = response?.statusCode
         updated.lastError = errorText
+        // Taken before the row records its outcome, so the cross-process watch never settles it instead.
+        let waiting = completion == .delivered || completion == .failedPermanently || dropRequested
+            ? database.detachOperation(for: record.id) : nil
         switch completion {
         case .delivered:
+            database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, sent: sent, now: now)
             let answer = response ?? NetworkResponse(status: .ok, url: record.url)
             publish(.delivered(updated.entry, answer))
-            database.detachOperation(for: record.id)?.finish(.success(answer))
+            waiting?.finish(.success(answer))
         case .failedPermanently:
+            database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, sent: sent, now: now)
             let answer = response ?? NetworkResponse(status: .badRequest, url: record.url)
             publish(.failedPermanently(updated.entry, answer))
-            database.detachOperation(for: record.id)?.finish(result.flatMap { _ in
+            waiting?.finish(result.flatMap { _ in
                 .failure(NetworkError(.unacceptableStatus, "the server refused the frozen request with \(answer.statusCode)", url: record.url.absoluteString, response: answer))
             })
+        case .retry(let at) where dropRequested:
+            // Dropped while its replay was on its way, and the server did not take it: it goes now.
+            _ = at
+            database.delete(id: record.id)
+            waiting?.finish(.failure(NetworkError(.cancelled, "its outbox entry was dropped", url: record.url.absoluteString)))
         case .retry(let at):
+            database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, sent: sent, now: now)
             updated.nextAttemptAt = at
             publish(.retryScheduled(updated.entry))
         }

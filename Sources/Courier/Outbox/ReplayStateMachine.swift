@@ -47,6 +47,8 @@ struct ReplayStateMachine {
         case answered(status: Int, retryAfter: Double?)
         /// No answer: the host could not be reached, the connection failed or timed out.
         case noAnswer
+        /// The request never went out (the host went away while it waited in the queue): not an attempt.
+        case notSent
     }
 
     /// What becomes of a row after an attempt.
@@ -79,6 +81,8 @@ struct ReplayStateMachine {
     /// Whether the claim being made ignores retry times (was made for a flush).
     private var claimIgnoresSchedule = false
     private(set) var isFlushing = false
+    /// Claims that failed in a row (the database was busy or broken).
+    private var claimFailures = 0
 
     init(isReachable: Bool, backoff: Backoff = Backoff()) {
         self.isReachable = isReachable
@@ -138,6 +142,7 @@ struct ReplayStateMachine {
     /// when the origin has nothing pending. A dead-lettered head is already recorded by the caller.
     mutating func headClaimed(_ head: Head?, decision: HeadDecision?) -> Action {
         isClaiming = false
+        claimFailures = 0
         guard let head, let decision else {
             isFlushing = false
             return .idle
@@ -161,12 +166,26 @@ struct ReplayStateMachine {
 
     /// The claimed row's attempt ended. Returns what becomes of the row (the caller records it) and
     /// what to do next.
+    /// The outbox could not be read or written (busy, disk full): try again after a backoff, instead of
+    /// taking the failure for "nothing pending" and waiting for the next reachability change.
+    mutating func claimFailed(now: Double, jitter: Double) -> Action {
+        isClaiming = false
+        isFlushing = false
+        claimFailures += 1
+        return .wake(at: now + delay(afterAttempts: claimFailures, jitter: jitter))
+    }
+
     mutating func attemptFinished(
         id: String, attempts: Int, outcome: Outcome, now: Double, jitter: Double
     ) -> (completion: Completion, next: Action) {
         if sending == id { sending = nil }
         if let completion = Self.classify(outcome) {
             return (completion, nextClaim())
+        }
+        if outcome == .notSent {
+            // Not an attempt: no backoff growth, but not at once either (the host is likely going away).
+            isFlushing = false
+            return (.retry(at: now + backoff.base), nextClaim())
         }
         var retryAfter: Double?
         if case .answered(_, let after) = outcome { retryAfter = after }

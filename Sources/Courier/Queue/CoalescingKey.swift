@@ -1,7 +1,12 @@
 import HTTPTypes
 
 /// What makes two operations the same network request: same method, same ``NetworkOperation/uniqueIdentifier``
-/// (normalised URL and body digest), same request headers, and the same transport behaviour.
+/// (normalised URL and body digest), same request headers, the same transport behaviour, and the same
+/// way of running: the same ``LinkGroup`` (the queue parks or runs the flight by it: same reachability,
+/// limits and `wifiOnlyMode`), the same transport object (a proxy or client certificate lives there),
+/// and the same credential provider (one engine's: closures cannot be compared). Engines that differ in
+/// any of these never share a flight, so a flight parked by one engine's width 0 holds no other engine's
+/// operation, and no operation goes out over another engine's link, transport or credentials.
 ///
 /// Only GET and HEAD operations that allow coalescing have a key. The hash is computed once: a key is
 /// hashed on every insert, lookup and removal in the queue's coalescing table.
@@ -13,10 +18,28 @@ struct CoalescingKey: Hashable, Sendable {
     let redirects: RedirectPolicy
     let maximumBodySize: Int
     let totalTimeout: Duration?
+    /// How the request runs: its queue group, its transport, its credential provider.
+    let runner: Runner
     private let precomputedHash: Int
 
-    init(request: PreparedRequest, uniqueIdentifier: String) {
+    /// Who runs a flight, as far as it changes the exchange.
+    struct Runner: Hashable, Sendable {
+        /// The ``LinkGroup`` id in the queue.
+        var group: UInt64 = 0
+        /// The transport object; an engine id when the transport is not an object (a value has no identity).
+        var transport: Transport = .engine(0)
+        /// The engine whose credential provider adds credentials, or `nil` for an engine without one.
+        var credentialsOf: UInt64?
+
+        enum Transport: Hashable, Sendable {
+            case object(ObjectIdentifier)
+            case engine(UInt64)
+        }
+    }
+
+    init(request: PreparedRequest, uniqueIdentifier: String, runner: Runner = Runner()) {
         self.uniqueIdentifier = uniqueIdentifier
+        self.runner = runner
         self.headers = request.headers.map { $0.name.canonicalName + ": " + $0.value }.sorted().joined(separator: "\n")
         self.options = request.options
         self.redirects = request.redirects
@@ -29,6 +52,7 @@ struct CoalescingKey: Hashable, Sendable {
         hasher.combine(redirects)
         hasher.combine(maximumBodySize)
         hasher.combine(totalTimeout)
+        hasher.combine(runner)
         self.precomputedHash = hasher.finalize()
     }
 
@@ -36,6 +60,7 @@ struct CoalescingKey: Hashable, Sendable {
         lhs.precomputedHash == rhs.precomputedHash && lhs.uniqueIdentifier == rhs.uniqueIdentifier
             && lhs.headers == rhs.headers && lhs.options == rhs.options && lhs.redirects == rhs.redirects
             && lhs.maximumBodySize == rhs.maximumBodySize && lhs.totalTimeout == rhs.totalTimeout
+            && lhs.runner == rhs.runner
     }
 
     func hash(into hasher: inout Hasher) {

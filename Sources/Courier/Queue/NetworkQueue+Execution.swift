@@ -20,15 +20,20 @@ extension NetworkQueue {
     func enqueue(_ operation: NetworkOperation, dependencies: Set<OperationID>) {
         let key = operation.coalescingKey()
         let priority = operation.priority
-        let group = operation.context.engineID
+        let group = operation.context.connectivity.group
         apply(registering: operation) {
             $0.enqueue(operation.id, priority: priority, key: key, dependencies: dependencies, group: group)
         }
     }
 
-    /// Sets (or with `nil` removes) an engine's own limit; 0 pauses its work.
-    func setLimit(_ limit: Int?, forEngine engineID: UInt64) {
-        apply { $0.setLimit(limit, for: engineID) }
+    /// Sets (or with `nil` removes) a group's own limit (its engines' width); 0 pauses its work.
+    func setLimit(_ limit: Int?, forGroup group: UInt64, version: UInt64? = nil) {
+        apply { $0.setLimit(limit, for: group, version: version) }
+    }
+
+    /// Whether a queued operation still waits for some of its dependencies.
+    func isBlocked(_ operation: NetworkOperation) -> Bool {
+        state.withLockedValue { $0.machine.isBlocked(operation.id) }
     }
 
     /// The queue's width now: its limit narrowed by engines with waiting work.
@@ -51,15 +56,15 @@ extension NetworkQueue {
             if let operation { state.operations[operation.id] = operation }
             return makeEffects(of: event(&state.machine), in: &state)
         }
-        perform(effects, result: nil)
+        perform(effects, result: nil, sent: nil)
     }
 
-    private func flightFinished(_ flight: FlightID, result: Result<NetworkResponse, NetworkError>) {
+    private func flightFinished(_ flight: FlightID, result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil) {
         let effects = state.withLockedValue { state in
             state.flights[flight] = nil
             return makeEffects(of: state.machine.flightFinished(flight), in: &state)
         }
-        perform(effects, result: result)
+        perform(effects, result: result, sent: sent)
     }
 
     private func makeEffects(of action: QueueStateMachine.Action, in state: inout State) -> Effects {
@@ -82,14 +87,14 @@ extension NetworkQueue {
         return effects
     }
 
-    private func perform(_ effects: Effects, result: Result<NetworkResponse, NetworkError>?) {
+    private func perform(_ effects: Effects, result: Result<NetworkResponse, NetworkError>?, sent: PreparedRequest? = nil) {
         for operation in effects.cancelled {
             operation.queueDidCancel()
             if effects.isObserved { publish(.failed(operation, operation.error ?? .cancelled(url: operation.urlString))) }
         }
         if let result {
             for operation in effects.deliver {
-                operation.queueDidFinish(result)
+                operation.queueDidFinish(result, sent: sent)
                 if !effects.isObserved { continue }
                 if let response = operation.response {
                     publish(.finished(operation, response))
@@ -114,7 +119,9 @@ extension NetworkQueue {
                 operation.queueDidStart()
                 if effects.isObserved { publish(.started(operation)) }
             }
-            start(handle, request: representative.preparedRequest(), executor: representative.context.executor, subscribers: subscribers.count)
+            // Every subscriber belongs to the flight's engine (the key says so): any of them builds the request,
+            // with the credentials of this moment.
+            start(handle, request: representative.requestForSending(), executor: representative.context.executor, subscribers: subscribers.count)
         }
         if effects.becameEmpty && effects.isObserved { publish(.queueFinished) }
     }
@@ -145,7 +152,7 @@ extension NetworkQueue {
             case .failure(let error):
                 logger.debug("courier request failed", metadata: ["courier-error": "\(error.code)"])
             }
-            flightFinished(flight, result: result)
+            flightFinished(flight, result: result, sent: request)
         }
         handle.attach(Task(operation: work))
     }

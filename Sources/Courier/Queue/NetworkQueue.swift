@@ -26,6 +26,9 @@ public final class NetworkQueue: Sendable {
         var machine: QueueStateMachine
         var operations: [OperationID: NetworkOperation] = [:]
         var flights: [FlightID: FlightHandle] = [:]
+        /// Submitted operations not in the state machine: reading their cache entry, held for
+        /// connectivity, or being frozen. Cancellation by predicate sees them too.
+        var outside: [OperationID: NetworkOperation] = [:]
         var activityStreams: [Int: AsyncStream<Int>.Continuation] = [:]
         var eventStreams: [Int: AsyncStream<QueueEvent>.Continuation] = [:]
         var nextStreamKey = 0
@@ -101,7 +104,10 @@ public final class NetworkQueue: Sendable {
 
     // MARK: Cancellation
 
-    /// Cancels every operation in the queue.
+    /// Cancels every operation in the queue, including those waiting for connectivity or for their
+    /// cache entry to be read. Frozen operations and the outbox's replays are not queue work: they are
+    /// what the user asked to keep (cancel one with ``NetworkOperation/cancel()``, or drop it from the
+    /// ``Outbox``).
     public func cancelAll() { cancelOperations { _ in true } }
 
     /// Cancels the operations whose URL contains `substring`.
@@ -113,7 +119,19 @@ public final class NetworkQueue: Sendable {
     /// Cancels the operations for which `predicate` is true.
     /// - Parameter predicate: Decides, for each operation in the queue, whether to cancel it.
     public func cancelOperations(where predicate: (NetworkOperation) -> Bool) {
-        for operation in operations where predicate(operation) { operation.cancel() }
+        let candidates = state.withLockedValue { state in
+            Array(state.operations.values) + state.outside.values.filter { state.operations[$0.id] == nil }
+        }
+        for operation in candidates where operation.state != .frozen && !operation.isReplay && predicate(operation) {
+            operation.cancel()
+        }
+    }
+
+    /// Remembers a submitted operation until it finishes, so cancellation finds it wherever it waits.
+    func track(_ operation: NetworkOperation) {
+        state.withLockedValue { $0.outside[operation.id] = operation }
+        let id = operation.id
+        operation.whenFinished { [weak self] _ in _ = self?.state.withLockedValue { $0.outside.removeValue(forKey: id) } }
     }
 }
 

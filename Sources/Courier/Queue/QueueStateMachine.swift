@@ -93,6 +93,8 @@ struct QueueStateMachine {
     private var waitingFlightCount = 0
     /// Groups with a limit of their own; absent groups are limited only by `maximumConcurrent`.
     private(set) var groupLimits: [Group: Int] = [:]
+    /// The version of each group's last applied limit (see ``setLimit(_:for:version:)``).
+    private var limitVersions: [Group: UInt64] = [:]
     /// Waiting flights per group (only counted for groups that have a limit).
     private var waitingByGroup: [Group: Int] = [:]
     /// Tickets of paused groups (limit 0), in the order they came up.
@@ -112,6 +114,12 @@ struct QueueStateMachine {
 
     /// Operations in the queue: blocked on dependencies, waiting or running.
     var operationCount: Int { members.count }
+
+    /// Whether an operation in the queue still waits for some of its dependencies.
+    func isBlocked(_ id: OperationID) -> Bool {
+        if case .blocked? = members[id]?.membership { return true }
+        return false
+    }
 
     /// The operations currently sharing a flight (empty once it finished or was abandoned).
     func subscribers(of flight: FlightID) -> [OperationID] { flights[flight]?.subscribers ?? [] }
@@ -222,8 +230,16 @@ struct QueueStateMachine {
 
     /// Gives a group (an engine) a limit of its own, or removes it (`nil`). With a limit, no more flights
     /// run than the narrowest limit among the groups with waiting work; 0 pauses the group's work.
-    mutating func setLimit(_ limit: Int?, for group: Group) -> Action {
+    /// - Parameter version: Increases with each change the group's owner decides; a change older than one
+    ///   already applied is ignored, so changes decided in one order and applied in another (two threads)
+    ///   never leave a stale limit.
+    mutating func setLimit(_ limit: Int?, for group: Group, version: UInt64? = nil) -> Action {
         var action = Action()
+        if let version {
+            if let applied = limitVersions[group], applied > version { return action }
+            limitVersions[group] = version
+        }
+        if limit == nil, version != nil, waitingByGroup[group] == nil { limitVersions[group] = nil }
         let limit = limit.map { max(0, $0) }
         guard groupLimits[group] != limit else { return action }
         groupLimits[group] = limit

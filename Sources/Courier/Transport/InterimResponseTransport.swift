@@ -108,9 +108,8 @@ struct InterimResponseTransport: HTTPTransport {
             headers.replaceOrAdd(name: "Content-Length", value: "\(body.count)")
         }
         headers.replaceOrAdd(name: "Connection", value: "close")
-        var target = request.url.path.isEmpty ? "/" : request.url.path
-        if let query = request.url.query { target += "?" + query }
-        let head = HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: target, headers: headers)
+        let head = HTTPRequestHead(
+            version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue), uri: Self.requestTarget(of: request.url), headers: headers)
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
         if !body.isEmpty { channel.write(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: body))), promise: nil) }
         try await channel.writeAndFlush(HTTPClientRequestPart.end(nil))
@@ -197,5 +196,19 @@ private final class ResponseForwarder: ChannelInboundHandler, RemovableChannelHa
             body.finish(throwing: error)
         }
         context?.close(promise: nil)
+    }
+}
+
+extension InterimResponseTransport {
+    /// The request target (origin form) for a URL, exactly as async-http-client writes it on the pooled
+    /// path: the percent-ENCODED path (never `URL.path`, which decodes `%0D%0A` into a header break and
+    /// drops a trailing slash) and the query as it is in the URL.
+    static func requestTarget(of url: URL) -> String {
+        var target = "/"
+        if !url.path.isEmpty, let components = URLComponents(url: url, resolvingAgainstBaseURL: true) {
+            target = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        }
+        if let query = url.query { target += "?" + query }
+        return target
     }
 }

@@ -13,6 +13,9 @@ struct PreparedRequest: Sendable {
     var maximumBodySize: Int
     var totalTimeout: Duration?
     var logger: Logger
+    /// Lowercase names of the fields that carry credentials for this request: dropped on a cross-origin
+    /// redirect, masked in logs.
+    var sensitiveNames: Set<String> = SensitiveHeaders.defaultNames
     /// Whether interim (1xx) responses are to be reported (an operation has an informational handler).
     var reportsInformational = false
 }

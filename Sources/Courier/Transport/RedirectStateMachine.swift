@@ -63,9 +63,9 @@ struct RedirectStateMachine {
         }
         next.headers[HTTPField.Name("Host")!] = nil
         if !Self.isSameOrigin(from, target) {
-            next.headers[.authorization] = nil
-            next.headers[.cookie] = nil
-            next.headers[.proxyAuthorization] = nil
+            // Credentials never go to another origin: the standard ones, the engine's sensitive names and
+            // whatever the credential provider added.
+            next.headers = SensitiveHeaders.removed(CredentialFields.names.union(current.sensitiveNames), from: next.headers)
         }
         current = next
         return .follow(next)

@@ -1,0 +1,60 @@
+import NIOConcurrencyHelpers
+import Synchronization
+
+/// The queue group of an engine: engines that reach the network the same way share one.
+///
+/// A group is what the shared queue parks or runs by: its width follows one reachability source (the
+/// same object, or the system's monitor for the same host and port) with the same per-link limits and
+/// `wifiOnlyMode`, so every engine of a group always computes the same width. Engines of different
+/// groups never share a flight (their widths may differ: one parked at 0 on cellular, the other on
+/// Wi-Fi), and a flight is parked or run by its group, never by whichever engine subscribed first.
+struct LinkGroup: Hashable, Sendable {
+    /// Where an engine learns its host's reachability.
+    enum Source: Hashable, Sendable {
+        /// The system's monitor for a host and port (``SystemReachability``, one per engine but equivalent).
+        case system(host: String, port: Int?)
+        /// A reachability object the app gave (the same object for every engine of the group).
+        case object(ObjectIdentifier)
+    }
+
+    let queue: ObjectIdentifier
+    let source: Source
+    let concurrency: ConnectionConcurrency
+    let wifiOnlyMode: Bool
+
+    /// The process's groups: an id for each, counted by the engines (connectivities) using it.
+    private static let registry = NIOLockedValueBox<[LinkGroup: (id: UInt64, users: Int)]>([:])
+    private static let nextID = Atomic<UInt64>(1)
+    /// Versions of width decisions, shared by every engine so that the newest decision of a group wins
+    /// whichever engine made it (see ``QueueStateMachine/setLimit(_:for:version:)``).
+    private static let versions = Atomic<UInt64>(1)
+
+    /// The group's id; the caller uses it until ``release()``.
+    func acquire() -> UInt64 {
+        Self.registry.withLockedValue { registry in
+            if let entry = registry[self] {
+                registry[self] = (entry.id, entry.users + 1)
+                return entry.id
+            }
+            let id = Self.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+            registry[self] = (id, 1)
+            return id
+        }
+    }
+
+    /// One user of the group is gone; returns `true` when it was the last (the group's width can go).
+    func release() -> Bool {
+        Self.registry.withLockedValue { registry in
+            guard let entry = registry[self] else { return false }
+            if entry.users <= 1 {
+                registry[self] = nil
+                return true
+            }
+            registry[self] = (entry.id, entry.users - 1)
+            return false
+        }
+    }
+
+    /// A version for a width decided now: higher than every one decided before.
+    static func nextVersion() -> UInt64 { versions.wrappingAdd(1, ordering: .relaxed).oldValue }
+}
