@@ -108,6 +108,8 @@ struct OutboxCommand: AsyncParsableCommand {
         switch entry.state {
         case .pending: entry.lastStatus.map { "pending (last answer \($0))" } ?? (entry.lastError != nil ? "pending (no answer yet)" : "pending")
         case .deadLettered(let reason): "dead (\(reason.rawValue))"
+        case .delivered: "delivered"
+        case .failedPermanently: "failed"
         }
     }
 

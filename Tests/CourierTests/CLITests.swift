@@ -160,7 +160,8 @@ struct CLITests {
         let lines = list.stdout.split(separator: "\n")
         #expect(lines.first == "ID\tMETHOD\tURL\tATTEMPTS\tAGE\tSTATE")
         #expect(lines.count == 4)
-        #expect(lines.dropFirst().allSatisfy { $0.contains("\tPOST\t\(url)\t0\t") && $0.hasSuffix("\tpending") })
+        // Frozen after a refused connection: pending, with no answer yet (the failure is recorded).
+        #expect(lines.dropFirst().allSatisfy { $0.contains("\tPOST\t\(url)\t0\t") && $0.hasSuffix("\tpending (no answer yet)") })
         #expect(lines[1].hasPrefix(id))
         #expect(secretsFound(["cli-secret-42"], under: URL(fileURLWithPath: directory)) == [], "the credential reached the outbox")
 

@@ -86,3 +86,30 @@ struct InformationalResponseTests {
         try await plain.shutdown()
     }
 }
+
+/// Issue 18 item 3: the connection that reports interim responses writes the same request target as the
+/// pooled path, byte for byte: percent-encoded, so a path can never forge a header.
+@Suite("Interim responses: request target")
+struct InterimRequestTargetTests {
+    static let paths = [
+        "items/a b\r\nX-Injected: yes/", "a%20b", "a%2Fb", "a%3Fb", "100%25", "line%0D%0Abreak", "dir/", "matrix;v=1",
+        "caf\u{E9}/\u{65E5}\u{672C}", "q", "items?x=a%20b&y=%0D%0A",
+    ]
+
+    @Test(arguments: paths) func bothTransportsSendTheSameTarget(path: String) async throws {
+        try await withServer { server, engine throws in
+            let pooled = engine.operation(path: path)
+            pooled.allowsCoalescing = false
+            let interim = engine.operation(path: path).onInformationalResponse { _ in }
+            _ = try? await engine.send(pooled)
+            _ = try? await engine.send(interim)
+            let targets = server.recordedRequests.map(\.uri)
+            #expect(targets.count == 2)
+            #expect(Set(targets).count == 1, "pooled \(targets.first ?? "") vs interim \(targets.last ?? "")")
+            for target in targets {
+                #expect(!target.contains("\r") && !target.contains("\n") && !target.contains(" "), "\(target)")
+            }
+            #expect(!server.recordedRequests.contains { $0.header("X-Injected") != nil })
+        }
+    }
+}

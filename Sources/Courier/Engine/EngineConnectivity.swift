@@ -266,6 +266,12 @@ final class EngineConnectivity: Sendable {
         return replayer
     }
 
+    /// A request of this engine got an answer: the host is there (loopback or a host whose route never
+    /// goes down may never look unreachable), so a replay waiting out a backoff goes now.
+    func hostAnswered() {
+        state.withLockedValue { $0.replayer }?.hostAnswered()
+    }
+
     /// A row was frozen: make sure it will be replayed.
     func outboxDidChange() {
         replayer()?.kick()

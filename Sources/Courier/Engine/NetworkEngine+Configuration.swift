@@ -75,6 +75,9 @@ extension NetworkEngine {
         public var sensitiveHeaderNames: Set<String> = SensitiveHeaders.defaultNames
         /// How frozen requests are retried.
         public var outboxRetry = OutboxRetry()
+        /// Whether freezable operations also freeze when their first attempt is answered `503` or `429`
+        /// (see ``NetworkOperation/freezesWhenServerUnavailable``). Off by default: an answer is an answer.
+        public var freezesWhenServerUnavailable = false
         /// Whether the engine replays its host's frozen requests by itself (when its host becomes reachable,
         /// when something is frozen, and at start-up if the outbox holds some). On by default; a command-line
         /// tool that only freezes turns it off and replays with ``NetworkEngine/flushOutbox()``.

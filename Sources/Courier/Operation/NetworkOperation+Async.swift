@@ -55,8 +55,8 @@ extension NetworkOperation {
     }
 
     /// The answers of a ``CachePolicy/cachedThenFresh`` operation: `.cached` when something is stored,
-    /// then `.fresh` or `.notModified`; the sequence throws the operation's error instead of a final
-    /// answer. Enqueues the operation if it is not yet enqueued.
+    /// then `.fresh` or `.notModified`; the sequence throws the operation's ``NetworkError`` instead of a
+    /// final answer. Enqueues the operation if it is not yet enqueued.
     ///
     /// ```swift
     /// for try await update in engine.operation(path: "timeline").cacheUpdates() {
@@ -67,24 +67,53 @@ extension NetworkOperation {
     /// }
     /// ```
     /// - Returns: The updates, in order.
-    public func cacheUpdates() -> AsyncThrowingStream<CacheUpdate, any Error> {
+    public func cacheUpdates() -> CacheUpdates {
         let events = self.events
         if state == .ready { submit() }
-        return AsyncThrowingStream { continuation in
-            let task = Task {
-                for await event in events {
+        return CacheUpdates(events: events)
+    }
+
+    /// The sequence of ``cacheUpdates()``; it throws ``NetworkError``.
+    public struct CacheUpdates: AsyncSequence, Sendable {
+        public typealias Element = CacheUpdate
+        public typealias Failure = NetworkError
+        let events: Events
+
+        /// Reads the operation's events and keeps the cache answers.
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            public typealias Element = CacheUpdate
+            public typealias Failure = NetworkError
+            var base: AsyncStream<Event>.Iterator
+            var isDone = false
+
+            /// The next answer, `nil` after the final one.
+            /// - Throws: The operation's error, instead of a final answer.
+            public mutating func next(isolation actor: isolated (any Actor)?) async throws(NetworkError) -> CacheUpdate? {
+                while !isDone, let event = await base.next(isolation: actor) {
                     switch event {
-                    case .cached(let response): continuation.yield(.cached(response))
+                    case .cached(let response):
+                        return .cached(response)
                     case .response(let response):
-                        continuation.yield(response.cacheOutcome == .revalidated ? .notModified(response) : .fresh(response))
-                    case .failure(let error): continuation.finish(throwing: error)
-                    case .uploadProgress, .downloadProgress, .frozen: break
+                        isDone = true
+                        return response.cacheOutcome == .revalidated ? .notModified(response) : .fresh(response)
+                    case .failure(let error):
+                        isDone = true
+                        throw error
+                    case .uploadProgress, .downloadProgress, .frozen:
+                        continue
                     }
                 }
-                continuation.finish()
+                return nil
             }
-            continuation.onTermination = { _ in task.cancel() }
+
+            /// The next answer, `nil` after the final one.
+            public mutating func next() async throws(NetworkError) -> CacheUpdate? {
+                try await next(isolation: nil)
+            }
         }
+
+        /// Starts reading.
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(base: events.makeAsyncIterator()) }
     }
 
     /// The operation's progress and outcome as an asynchronous sequence that ends with
@@ -97,8 +126,9 @@ extension NetworkOperation {
     /// ```
     /// Each access makes a new sequence that sees the events from then on (a finished operation's
     /// sequence holds just its outcome). Progress is buffered up to the newest 256 events for a slow
-    /// reader; the outcome is never dropped. Iterating does not enqueue the operation.
-    public var events: AsyncStream<Event> {
+    /// reader; the outcome is never dropped. Like ``response()``, iterating enqueues the operation if
+    /// it is not yet enqueued, so the loop above never waits for an operation nobody started.
+    public var events: Events {
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(256))
         storage.withLockedValue { storage in
             switch storage.machine.outcome {
@@ -115,7 +145,21 @@ extension NetworkOperation {
                 storage.nextStreamKey += 1
             }
         }
-        return stream
+        return Events(stream: stream, operation: self)
+    }
+
+    /// The sequence of ``events``: iterating it enqueues the operation if it is not yet enqueued.
+    public struct Events: AsyncSequence, Sendable {
+        public typealias Element = Event
+        public typealias Failure = Never
+        let stream: AsyncStream<Event>
+        let operation: NetworkOperation
+
+        /// Starts iterating; enqueues the operation first if it is still `.ready`.
+        public func makeAsyncIterator() -> AsyncStream<Event>.Iterator {
+            if operation.state == .ready { operation.submit() }
+            return stream.makeAsyncIterator()
+        }
     }
 }
 

@@ -66,6 +66,22 @@ extension NetworkOperation {
         }
     }
 
+    /// Whether a freezable operation also freezes when its first attempt is answered `503 Service
+    /// Unavailable` or `429 Too Many Requests` (an API in maintenance, a rate limit), instead of failing:
+    /// it then waits in the outbox like a request that could not be sent, replayed no sooner than the
+    /// answer's `Retry-After`. Its engine's ``NetworkEngine/Configuration/freezesWhenServerUnavailable``
+    /// by default (off). Set before enqueueing.
+    public var freezesWhenServerUnavailable: Bool {
+        get { storage.withLockedValue { $0.freezesWhenUnavailable } ?? context.configuration.freezesWhenServerUnavailable }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.freezesWhenUnavailable = newValue } } }
+    }
+
+    /// Whether an answer means "try later" for a freezable operation that freezes on it.
+    func shouldFreeze(afterAnswer response: NetworkResponse) -> Bool {
+        guard response.statusCode == 503 || response.statusCode == 429, freezesWhenServerUnavailable else { return false }
+        return storage.withLockedValue { $0.isFreezable && !$0.isReplay && !$0.machine.isCancellationRequested }
+    }
+
     /// Whether a failed attempt means "could not be sent" for a freezable operation.
     func shouldFreeze(after error: NetworkError) -> Bool {
         guard storage.withLockedValue({ $0.isFreezable && !$0.isReplay && !$0.machine.isCancellationRequested }) else { return false }
@@ -79,11 +95,12 @@ extension NetworkOperation {
     /// Writes the operation to the outbox (committed), then tells its handlers. When the outbox cannot
     /// be used, the operation fails with the error that made it freeze (or ``NetworkError/Code/outboxUnavailable``).
     /// The disk work runs on the outbox's I/O queue, never on the caller's thread or the cooperative pool.
-    func freeze(after error: NetworkError?) {
-        OutboxDatabase.io.async { [self] in writeToOutbox(after: error) }
+    /// - Parameter retryAfter: Seconds the server asked to wait (`Retry-After`), when it answered.
+    func freeze(after error: NetworkError?, retryAfter: Double? = nil) {
+        OutboxDatabase.io.async { [self] in writeToOutbox(after: error, retryAfter: retryAfter) }
     }
 
-    private func writeToOutbox(after error: NetworkError?) {
+    private func writeToOutbox(after error: NetworkError?, retryAfter: Double?) {
         let connectivity = context.connectivity
         let now = Date().timeIntervalSince1970
         // The operation's own headers: never the provider's credentials, and no sensitive field.
@@ -100,7 +117,8 @@ extension NetworkOperation {
         let record = OutboxRecord(
             id: id, origin: OutboxRecord.origin(of: url), method: method, url: url, headers: fields, body: body,
             idempotencyKey: key, createdAt: now, expiresAt: ttl.map { now + $0.seconds }, maximumAttempts: attempts,
-            nextAttemptAt: now)
+            attempts: error?.response == nil ? 0 : 1, nextAttemptAt: now + (retryAfter ?? 0),
+            lastStatus: error?.response?.statusCode, lastError: error?.description)
         do {
             try database.insert(record)
         } catch let outboxError {

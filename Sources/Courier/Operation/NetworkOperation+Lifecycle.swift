@@ -186,9 +186,20 @@ extension NetworkOperation {
     /// - Parameter sent: The request the flight sent (with the credentials it carried), if it went out.
     func queueDidFinish(_ result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil) {
         if let sent { storage.withLockedValue { $0.sent = sent } }
-        if case .failure(let error) = result, shouldFreeze(after: error) {
-            freeze(after: error)
-            return
+        switch result {
+        case .failure(let error):
+            if shouldFreeze(after: error) {
+                freeze(after: error)
+                return
+            }
+        case .success(let response):
+            if !isReplay { context.connectivity.hostAnswered() }
+            if shouldFreeze(afterAnswer: response) {
+                freeze(after: NetworkError(
+                    .unacceptableStatus, "the server answered \(response.statusCode) \(response.status.reasonPhrase)",
+                    url: urlString, response: response), retryAfter: OutboxReplayer.retryAfter(response))
+                return
+            }
         }
         finish(applyCache(to: result).flatMap(validate))
     }

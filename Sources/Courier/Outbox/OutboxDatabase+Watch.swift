@@ -62,11 +62,11 @@ extension OutboxDatabase {
             switch outcome {
             case "delivered"?:
                 guard let operation = detachOperation(for: id) else { continue }
-                publish(.delivered(record.entry, response), origin: record.origin)
+                publish(.delivered(record.entry.with(state: .delivered), response), origin: record.origin)
                 operation.finish(.success(response))
             case "failed"?:
                 guard let operation = detachOperation(for: id) else { continue }
-                publish(.failedPermanently(record.entry, response), origin: record.origin)
+                publish(.failedPermanently(record.entry.with(state: .failedPermanently), response), origin: record.origin)
                 operation.finish(.failure(NetworkError(
                     .unacceptableStatus, "the server refused the frozen request with \(response.statusCode)",
                     url: record.url.absoluteString, response: response)))

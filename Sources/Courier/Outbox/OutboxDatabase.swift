@@ -37,6 +37,9 @@ final class OutboxDatabase: Sendable {
     var io: DispatchQueue { Self.io }
 
     private static let registry = NIOLockedValueBox<[String: OutboxDatabase]>([:])
+    /// How long a write waits for another process's lock, by directory path, where not the default 10 s
+    /// (tests of a busy database set a short one before opening it).
+    static let busyTimeouts = NIOLockedValueBox<[String: Double]>([:])
 
     /// The outbox of a directory, opened once per process.
     static func open(at directory: URL) throws(NetworkError) -> OutboxDatabase {
@@ -65,7 +68,7 @@ final class OutboxDatabase: Sendable {
         try fileManager.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try fileManager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
         var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .timeout(Self.busyTimeouts.withLockedValue { $0[directory.path] } ?? 10)
         // A frozen request is reported only once it would survive a power cut, not just a crash:
         // every commit is synced (WAL's default, NORMAL, survives only a crash of the process).
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
@@ -114,12 +117,12 @@ final class OutboxDatabase: Sendable {
             try pool.write { db in
                 try db.execute(sql: """
                     INSERT INTO outbox (id, origin, method, url, headers, body, idempotencyKey, createdAt, expiresAt,
-                        maximumAttempts, attempts, nextAttemptAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        maximumAttempts, attempts, nextAttemptAt, lastStatus, lastError) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, arguments: [
                         record.id, record.origin, record.method.rawValue, record.url.absoluteString,
                         DiskCacheCoding.text(of: CredentialFields.removed(from: record.headers)), record.body,
                         record.idempotencyKey, record.createdAt, record.expiresAt, record.maximumAttempts,
-                        record.attempts, record.nextAttemptAt,
+                        record.attempts, record.nextAttemptAt, record.lastStatus, record.lastError,
                     ])
             }
         } catch {

@@ -2,7 +2,7 @@ public import Foundation
 public import HTTPTypes
 
 /// A frozen request in an outbox: what was asked, and how its delivery stands.
-public struct OutboxEntry: Sendable, Hashable, Identifiable {
+public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// Why a frozen request was given up.
     public enum DeadLetterReason: String, Sendable, Hashable {
         /// Its time to live ran out.
@@ -17,6 +17,10 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
         case pending
         /// Given up; kept until dropped, so the app can see it.
         case deadLettered(DeadLetterReason)
+        /// Sent, and the server answered 2xx (as reported by ``OutboxEvent/delivered(_:_:)``).
+        case delivered
+        /// Sent, and the server refused it for good (as reported by ``OutboxEvent/failedPermanently(_:_:)``).
+        case failedPermanently
     }
 
     /// The entry's id (a lowercase UUID).
@@ -39,10 +43,30 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable {
     public let lastStatus: Int?
     /// Why the last attempt failed, if it did.
     public let lastError: String?
+
+    /// One short line: id prefix, request, state, attempts, last status.
+    public var description: String {
+        let stateText: String = switch state {
+        case .pending: "pending"
+        case .deadLettered(let reason): "dead-lettered (\(reason.rawValue))"
+        case .delivered: "delivered"
+        case .failedPermanently: "failed permanently"
+        }
+        var text = "\(id.prefix(8)) \(method) \(url.absoluteString.prefix(80)) \(stateText), \(attempts) attempt\(attempts == 1 ? "" : "s")"
+        if let lastStatus { text += ", last \(lastStatus)" }
+        return text
+    }
+
+    /// The same entry in another state.
+    func with(state: State) -> OutboxEntry {
+        OutboxEntry(
+            id: id, method: method, url: url, idempotencyKey: idempotencyKey, createdAt: createdAt, attempts: attempts,
+            nextAttemptAt: nextAttemptAt, state: state, lastStatus: lastStatus, lastError: lastError)
+    }
 }
 
 /// What happened to a frozen request.
-public enum OutboxEvent: Sendable {
+public enum OutboxEvent: Sendable, CustomStringConvertible {
     /// The request could not be sent and was written to the outbox (the row is committed).
     case frozen(OutboxEntry)
     /// The request was sent and the server answered 2xx; the row is gone.
@@ -53,4 +77,15 @@ public enum OutboxEvent: Sendable {
     case retryScheduled(OutboxEntry)
     /// It expired or ran out of attempts and is kept in the dead-letter state.
     case deadLettered(OutboxEntry)
+
+    /// One short line: what happened, to which entry.
+    public var description: String {
+        switch self {
+        case .frozen(let entry): "frozen \(entry)"
+        case .delivered(let entry, let response): "delivered \(entry): \(response.statusCode)"
+        case .failedPermanently(let entry, let response): "refused \(entry): \(response.statusCode)"
+        case .retryScheduled(let entry): "retry scheduled \(entry)"
+        case .deadLettered(let entry): "dead-lettered \(entry)"
+        }
+    }
 }

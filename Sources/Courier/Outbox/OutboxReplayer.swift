@@ -44,6 +44,12 @@ final class OutboxReplayer: Sendable {
         runOnIO(state.withLockedValue { $0.isStopped ? .idle : $0.machine.timerFired() })
     }
 
+    /// A request of this engine got an answer from the host: a replay waiting out a backoff after no
+    /// answer goes now.
+    func hostAnswered() {
+        runOnIO(state.withLockedValue { $0.isStopped ? .idle : $0.machine.hostAnswered() })
+    }
+
     private func runOnIO(_ action: ReplayStateMachine.Action) {
         if case .idle = action {
             resumeFlushWaitersIfIdle()
@@ -56,10 +62,15 @@ final class OutboxReplayer: Sendable {
     /// pending, the host unreachable, or an attempt that must wait).
     func flush() async -> [OutboxEvent] {
         await withCheckedContinuation { continuation in
-            let action = state.withLockedValue { state in
-                guard !state.isStopped else { return ReplayStateMachine.Action.idle }
+            let action = state.withLockedValue { state -> ReplayStateMachine.Action? in
+                guard !state.isStopped else { return nil }
                 state.flushWaiters.append(continuation)
                 return state.machine.flush()
+            }
+            guard let action else {
+                // Stopped: nothing will ever run, so the flush ends now (never a continuation left waiting).
+                continuation.resume(returning: [])
+                return
             }
             // Nothing started (unreachable, stopped), and nothing running will finish the flush: it ends now.
             runOnIO(action)
@@ -208,12 +219,12 @@ final class OutboxReplayer: Sendable {
         case .delivered:
             database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, sent: sent, now: now)
             let answer = response ?? NetworkResponse(status: .ok, url: record.url)
-            publish(.delivered(updated.entry, answer))
+            publish(.delivered(updated.entry.with(state: .delivered), answer))
             waiting?.finish(.success(answer))
         case .failedPermanently:
             database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, sent: sent, now: now)
             let answer = response ?? NetworkResponse(status: .badRequest, url: record.url)
-            publish(.failedPermanently(updated.entry, answer))
+            publish(.failedPermanently(updated.entry.with(state: .failedPermanently), answer))
             waiting?.finish(result.flatMap { _ in
                 .failure(NetworkError(.unacceptableStatus, "the server refused the frozen request with \(answer.statusCode)", url: record.url.absoluteString, response: answer))
             })

@@ -83,6 +83,8 @@ struct ReplayStateMachine {
     private(set) var isFlushing = false
     /// Claims that failed in a row (the database was busy or broken).
     private var claimFailures = 0
+    /// Whether the head waits because its last attempt got no answer (not because the server said when).
+    private(set) var waitsAfterNoAnswer = false
 
     init(isReachable: Bool, backoff: Backoff = Backoff()) {
         self.isReachable = isReachable
@@ -175,10 +177,20 @@ struct ReplayStateMachine {
         return .wake(at: now + delay(afterAttempts: claimFailures, jitter: jitter))
     }
 
+    /// Another request to the same host just got an answer: the host is back, so a head waiting out a
+    /// backoff after getting no answer is tried now (a wait the server asked for, Retry-After or an
+    /// answered retry, is kept).
+    mutating func hostAnswered() -> Action {
+        guard isReachable, waitsAfterNoAnswer, sending == nil, !isClaiming else { return .idle }
+        waitsAfterNoAnswer = false
+        return claim(ignoringSchedule: true)
+    }
+
     mutating func attemptFinished(
         id: String, attempts: Int, outcome: Outcome, now: Double, jitter: Double
     ) -> (completion: Completion, next: Action) {
         if sending == id { sending = nil }
+        waitsAfterNoAnswer = outcome == .noAnswer
         if let completion = Self.classify(outcome) {
             return (completion, nextClaim())
         }

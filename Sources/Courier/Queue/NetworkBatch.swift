@@ -161,8 +161,9 @@ public final class NetworkBatch: Sendable {
             self?.apply { $0.received(progress, by: id) }
         }
         let queue = operation.context.configuration.callbackQueue
-        operation.whenFinished { [weak self] result in
-            guard let self else { return }
+        // Strong on purpose: a batch the caller did not keep lives until its last member finished (the
+        // observer is dropped once it has run), so its finish handlers are still called.
+        operation.whenFinished { result in
             queue.async {
                 switch result {
                 case .success(let response):

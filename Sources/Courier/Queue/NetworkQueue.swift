@@ -47,6 +47,13 @@ public final class NetworkQueue: Sendable {
         state = NIOLockedValueBox(State(machine: QueueStateMachine(maximumConcurrent: maximumConcurrentOperations, isSuspended: isSuspended)))
     }
 
+    deinit {
+        // A private queue that goes away ends its streams, so nobody iterates them forever.
+        let (activity, events) = state.withLockedValue { ($0.activityStreams.values, $0.eventStreams.values) }
+        for continuation in activity { continuation.finish() }
+        for continuation in events { continuation.finish() }
+    }
+
     /// How many requests may run at once. Lowering it never cancels running work; raising it
     /// starts waiting work at once. Coalesced operations count once.
     public var maximumConcurrentOperations: Int {

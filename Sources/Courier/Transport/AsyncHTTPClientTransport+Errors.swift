@@ -30,16 +30,31 @@ extension AsyncHTTPClientTransport {
         if error is HTTPParserError {
             return NetworkError(.invalidResponse, "the server sent malformed HTTP", url: url, underlying: error)
         }
+        if let error = error as? NIOSSLError, case .uncleanShutdown = error {
+            // The peer closed the TCP connection without a TLS close_notify before the body was complete:
+            // a lost connection (and so freezable), not a TLS failure.
+            return NetworkError(.connectionLost, "the connection closed before the response was complete", url: url, underlying: error)
+        }
         if error is NIOSSLError || error is BoringSSLError {
+            if String(describing: error).contains("WRONG_VERSION_NUMBER") {
+                return NetworkError(
+                    .tls, "the server answered plain HTTP to a TLS handshake; use isSecure: false or an http:// base URL",
+                    url: url, underlying: error)
+            }
             return NetworkError(.tls, "TLS failed: \(error)", url: url, underlying: error)
         }
-        if error is NIOConnectionError || error is SocketAddressError {
-            return NetworkError(.cannotConnect, "could not connect: \(error)", url: url, underlying: error)
+        if let error = error as? NIOConnectionError {
+            return NetworkError(.cannotConnect, connectFailure(error), url: url, underlying: error)
+        }
+        if error is SocketAddressError {
+            return NetworkError(.cannotConnect, "could not resolve the host: \(error)", url: url, underlying: error)
         }
         if let error = error as? IOError {
             switch error.errnoCode {
-            case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL:
-                return NetworkError(.cannotConnect, "could not connect: \(error)", url: url, underlying: error)
+            case ECONNREFUSED:
+                return NetworkError(.cannotConnect, "the connection was refused (nothing listens on that port)", url: url, underlying: error)
+            case EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL:
+                return NetworkError(.cannotConnect, "could not connect: \(String(cString: strerror(error.errnoCode)))", url: url, underlying: error)
             case ETIMEDOUT:
                 return NetworkError(.timeout, "the connection timed out", url: url, underlying: error)
             default:
@@ -77,7 +92,9 @@ extension AsyncHTTPClientTransport {
         case .invalidURL, .emptyHost, .emptyScheme:
             return NetworkError(.invalidURL, "the URL is not valid", url: url, underlying: error)
         case .bodyLengthMismatch:
-            return NetworkError(.invalidResponse, "the body length does not match Content-Length", url: url, underlying: error)
+            // Raised for the REQUEST body: the caller's body did not have the length it declared.
+            return NetworkError(
+                .encodingFailed, "the request body's length does not match the length it declared", url: url, underlying: error)
         default:
             // These codes carry values, so they are told apart by their fixed short descriptions.
             switch error.shortDescription {
@@ -90,5 +107,20 @@ extension AsyncHTTPClientTransport {
             }
             return NetworkError(.transport, error.description, url: url, underlying: error)
         }
+    }
+
+    /// A one-line reason for a failed connection: "refused" when the host answered that nothing listens.
+    static func connectFailure(_ error: NIOConnectionError) -> String {
+        let errors = error.connectionErrors.map(\.error)
+        if errors.contains(where: { ($0 as? IOError)?.errnoCode == ECONNREFUSED }) {
+            return "the connection to \(error.host):\(error.port) was refused (nothing listens on that port)"
+        }
+        if let dns = error.dnsAError ?? error.dnsAAAAError {
+            return "could not resolve \(error.host): \(dns)"
+        }
+        if let first = errors.first as? IOError {
+            return "could not connect to \(error.host):\(error.port): \(String(cString: strerror(first.errnoCode)))"
+        }
+        return "could not connect to \(error.host):\(error.port)"
     }
 }

@@ -1,0 +1,44 @@
+import AsyncHTTPClient
+import CourierTestServer
+import Foundation
+import NIOSSL
+import Testing
+@testable import Courier
+
+/// Issue 18 items 11, 15 and 20: transport failures read as what they are, in words a user can act on.
+@Suite("Error mapping")
+struct ErrorMappingTests {
+    @Test func aTLSPeerThatHangsUpMidBodyLostTheConnection() {
+        let error = AsyncHTTPClientTransport.networkError(for: NIOSSLError.uncleanShutdown, url: "https://x/")
+        #expect(error.code == .connectionLost, "freezable, like any lost connection; not a TLS failure")
+    }
+
+    @Test func aRequestBodyOfTheWrongLengthIsTheCallersBody() {
+        let error = AsyncHTTPClientTransport.networkError(for: HTTPClientError.bodyLengthMismatch, url: "https://x/")
+        #expect(error.code == .encodingFailed)
+        #expect(error.message.contains("request body"))
+    }
+
+    @Test func aRefusedConnectionSaysSoInOneLine() async throws {
+        // A port that was free a moment ago: nothing listens there.
+        let server = try await TestServer.start()
+        let port = server.port
+        try await server.shutdown()
+        let engine = NetworkEngine(host: "127.0.0.1", port: port, isSecure: false, queue: NetworkQueue())
+        let error = await failure(of: engine.operation(path: "x"))
+        #expect(error?.code == .cannotConnect)
+        #expect(error?.message.contains("refused") == true, "\(String(describing: error?.message))")
+        #expect(error?.message.contains("error set") == false)
+        #expect(error?.message.contains("errno") == false)
+    }
+
+    @Test func httpsToAPlainHTTPServerSaysWhatToChange() async throws {
+        try await withServer { server, _ in
+            // isSecure defaults to true: a newcomer's first mistake against a local server.
+            let engine = NetworkEngine(host: "127.0.0.1", port: server.port, queue: NetworkQueue())
+            let error = await failure(of: engine.operation(path: "get"))
+            #expect(error?.code == .tls)
+            #expect(error?.message.contains("isSecure: false") == true, "\(String(describing: error?.message))")
+        }
+    }
+}
