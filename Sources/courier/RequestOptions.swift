@@ -71,6 +71,8 @@ struct RequestOptions: ParsableArguments {
         } catch {
             throw CLIFailure(exitCode: 1, message: error.description)
         }
+        // The cache writes to disk on its own queue: the process must not exit before it has.
+        await engine.configuration.cache?.synchronize()
         ResponsePrinter.print(response, includeHead: include)
         if let outcome = response.cacheOutcome {
             FileHandle.standardError.write(Data("courier: cache \(outcome.rawValue)\n".utf8))

@@ -41,7 +41,7 @@ struct CachedThenFreshTests {
             }
             return (names, bodies, nil)
         } catch {
-            return (names, bodies, error as? NetworkError)
+            return (names, bodies, error)
         }
     }
 

@@ -90,7 +90,7 @@ struct CoreSmallFixesTests {
         #expect(await eventually { post.state == .frozen })
         let entry = try #require(engine.outbox?.entries.first)
         #expect(entry.lastStatus == 503)
-        #expect(entry.nextAttemptAt.timeIntervalSinceNow > 0.5, "not before Retry-After")
+        #expect(entry.nextAttemptAt.timeIntervalSince(entry.createdAt) >= 0.99, "not before Retry-After")
         maintenance.withLockedValue { $0 = false }
         let started = ContinuousClock.now
         #expect(try await post.response().statusCode == 201)

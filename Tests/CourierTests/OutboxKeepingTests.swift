@@ -134,7 +134,7 @@ struct OutboxKeepingTests {
         #expect(released == nil, "nothing else keeps the engine")
         origin.up()
         reachability.setStatus(.reachable(via: .wired))
-        let response = try await try #require(post).response()
+        let response = try await #require(post).response()
         #expect(response.statusCode == 201)
         #expect(origin.received.all.count == 1)
         #expect(try Outbox(directory: directory).entries.isEmpty)
@@ -214,7 +214,7 @@ struct OutboxKeepingTests {
         let origin = Origin()
         let first = Self.engine(origin, directory, reachability, lease: .seconds(1))
         let post = try await Self.frozenPost(first)
-        origin.up(after: .milliseconds(2500))   // answers after twice the lease
+        origin.up(after: .milliseconds(3000))   // answers after three times the lease
         reachability.setStatus(.reachable(via: .wifi))
         #expect(await eventually { origin.received.all.count == 1 })
         // A second engine on the same outbox and host comes while the first replay waits for its answer.

@@ -125,7 +125,7 @@ struct OutboxProcessTests {
         let out = Pipe()
         holder.standardOutput = out
         try holder.run()
-        let line = try await Task.detached { out.fileHandleForReading.availableData }.value
+        let line = await Task.detached { out.fileHandleForReading.availableData }.value
         #expect(String(decoding: line, as: UTF8.self).contains("locked"))
         // The host comes back while the lock is held: the claim fails, and must be tried again.
         reachability.setStatus(.reachable(via: .wired))

@@ -95,19 +95,29 @@ public final class ResponseCache: Sendable {
             return statistics
         }
         if let disk {
-            statistics.diskBytes = disk.totalBytes
-            statistics.diskEntries = disk.entryCount
+            // After the writes already asked for (they run on the disk queue, in order).
+            diskQueue.sync {
+                statistics.diskBytes = disk.totalBytes
+                statistics.diskEntries = disk.entryCount
+            }
         }
         return statistics
     }
 
-    /// Removes every stored response, in memory and on disk.
+    /// Removes every stored response, in memory and on disk (after any write still under way).
     public func removeAll() {
         state.withLockedValue { state in
             _ = state.lru.trim(to: 0)
             state.variants = [:]
         }
-        disk?.removeAll()
+        diskQueue.sync { disk?.removeAll() }
+    }
+
+    /// Waits until every write to the disk tier asked for so far is done. Responses are stored in
+    /// memory at once and written to disk on the cache's own queue, never on the thread that got the
+    /// response; a command-line tool that exits right after a request calls this first.
+    public func synchronize() async {
+        await withCheckedContinuation { continuation in diskQueue.async { continuation.resume() } }
     }
 
     /// Empties the memory tier (for memory pressure). The disk tier, written through, keeps everything;
@@ -178,7 +188,10 @@ public final class ResponseCache: Sendable {
             let cost = variants.reduce(0) { $0 + Self.cost(of: $1) }
             for evicted in state.lru.insert(key, cost: cost) { state.variants[evicted] = nil }
         }
-        disk?.store(entry, urlKey: key, now: now())
+        if let disk {
+            let now = now()
+            diskQueue.async { disk.store(entry, urlKey: key, now: now) }
+        }
     }
 
     /// Forgets every variant stored under these keys (see `CacheInvalidation`).
@@ -190,7 +203,7 @@ public final class ResponseCache: Sendable {
                 state.lru.remove(key)
             }
         }
-        disk?.invalidate(keys)
+        if let disk { diskQueue.async { disk.invalidate(keys) } }
     }
 
     func record(_ outcome: CacheOutcome) {

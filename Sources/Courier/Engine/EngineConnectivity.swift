@@ -82,17 +82,17 @@ final class EngineConnectivity: Sendable {
         let makeReplay: @Sendable (OutboxRecord) -> NetworkOperation? = { [weak self] record in
             self.map { makeOperation(record, $0) }
         }
-        var replayer: OutboxReplayer?
-        if replaysAutomatically, let origin, let dataDirectory, OutboxDatabase.exists(at: dataDirectory), let database = try? OutboxDatabase.open(at: dataDirectory) {
-            replayer = OutboxReplayer(
-                database: database, origin: origin, retry: retry, isReachable: reachability.status.isReachable, makeOperation: makeReplay)
-        }
         state.withLockedValue { state in
             state.observer = observer
-            state.replayer = replayer
             state.makeReplay = makeReplay
         }
-        replayer?.reachabilityChanged(reachability.status.isReachable)
+        // An outbox left by an earlier run is looked for and opened on the outbox's I/O queue: making an
+        // engine never waits for the disk.
+        guard replaysAutomatically, origin != nil, let dataDirectory else { return }
+        OutboxDatabase.io.async { [weak self] in
+            guard let self, OutboxDatabase.exists(at: dataDirectory) else { return }
+            _ = self.replayer()
+        }
     }
 
     deinit {

@@ -32,6 +32,11 @@ extension NetworkEngine {
     /// - Returns: The outcomes of this flush, in order.
     @discardableResult
     public func flushOutbox() async -> [OutboxEvent] {
-        await context.connectivity.replayer(creating: true)?.flush() ?? []
+        let connectivity = context.connectivity
+        // Opening the outbox is disk work: done on its I/O queue, not on the caller's executor.
+        let replayer = await withCheckedContinuation { continuation in
+            OutboxDatabase.io.async { continuation.resume(returning: connectivity.replayer(creating: true)) }
+        }
+        return await replayer?.flush() ?? []
     }
 }

@@ -4,7 +4,7 @@ import HTTPTypes
 
 // Another process (`courier outbox flush`, an app extension, a second instance) may deliver, drop or
 // dead-letter a row that an operation of this process is waiting for. SQLite tells no one, so while
-// such operations exist this process looks at their rows a few times a second, on the outbox's I/O
+// such operations exist this process looks at their rows a few times a second, on the outbox's work
 // queue, and finishes each operation with what became of its row.
 extension OutboxDatabase {
     /// How often the rows of waiting operations are looked at.
@@ -21,7 +21,7 @@ extension OutboxDatabase {
     }
 
     private func scheduleWatch() {
-        io.asyncAfter(deadline: .now() + Self.watchInterval) { [weak self] in self?.watchOnce() }
+        work.asyncAfter(deadline: .now() + Self.watchInterval) { [weak self] in self?.watchOnce() }
     }
 
     private func watchOnce() {

@@ -31,10 +31,14 @@ final class OutboxDatabase: Sendable {
     }
 
     let listeners = NIOLockedValueBox(Listeners())
-    /// Where outbox disk work runs (opening, writes, claims, the cross-process watch): never a caller's
-    /// thread nor the cooperative pool. Serial, so this process's writes keep their order.
+    /// Where opening an outbox and an operation's own writes (freezing, dropping) run: never a caller's
+    /// thread nor the cooperative pool. Serial, so one operation's freeze and drop keep their order.
     static let io = DispatchQueue(label: "courier.outbox.io")
-    var io: DispatchQueue { Self.io }
+    /// Where this outbox's replays run (claims, outcomes) and the cross-process watch: one outbox's slow
+    /// disk never holds back another's.
+    let work = DispatchQueue(label: "courier.outbox.work")
+    /// Where lease renewals run, so that a renewal never waits behind a claim.
+    let leases = DispatchQueue(label: "courier.outbox.leases")
 
     private static let registry = NIOLockedValueBox<[String: OutboxDatabase]>([:])
     /// How long a write waits for another process's lock, by directory path, where not the default 10 s

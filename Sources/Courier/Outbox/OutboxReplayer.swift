@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 
 /// Runs one engine's ``ReplayStateMachine``: claims rows of the engine's origin from the outbox, sends
 /// them through the engine (and so the shared queue), records each outcome, reports it, and sets the
-/// retry timer. Every decision is the machine's; this class only does the I/O, on the outbox's I/O
+/// retry timer. Every decision is the machine's; this class only does the I/O, on the outbox's work
 /// queue (never a caller's thread nor the cooperative pool). While a replay is on its way its lease is
 /// renewed, so a slow answer is never taken over and sent twice by another engine or process.
 final class OutboxReplayer: Sendable {
@@ -55,7 +55,7 @@ final class OutboxReplayer: Sendable {
             resumeFlushWaitersIfIdle()
             return
         }
-        database.io.async { [self] in run(action) }
+        database.work.async { [self] in run(action) }
     }
 
     /// Sends now what can be sent, ignoring retry times; returns when the replay is idle again (nothing
@@ -166,21 +166,20 @@ final class OutboxReplayer: Sendable {
         operation.whenFinished { [self] result in
             renewal.cancel()
             let sent = operation.storage.withLockedValue { $0.machine.hasStarted }
-            database.io.async { [self] in attemptFinished(record, result: result, sent: sent) }
+            database.work.async { [self] in attemptFinished(record, result: result, sent: sent) }
         }
         operation.submit()
     }
 
-    /// Renews the lease on a row every third of its length while its replay is on its way.
-    private func renewLease(of id: String) -> Task<Void, Never> {
-        let (lease, database) = (lease, database)
-        return Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(Int64(lease * 1000 / 3)))
-                guard !Task.isCancelled else { return }
-                database.io.async { database.renewLease(id: id, until: Date().timeIntervalSince1970 + lease) }
-            }
-        }
+    /// Renews the lease on a row every quarter of its length while its replay is on its way. A dispatch
+    /// timer on the outbox's lease queue: neither a busy cooperative pool nor a claim delays it.
+    private func renewLease(of id: String) -> LeaseRenewal {
+        let timer = DispatchSource.makeTimerSource(queue: database.leases)
+        let interval = DispatchTimeInterval.milliseconds(Int(lease * 1000 / 4))
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler { [database, lease] in database.renewLease(id: id, until: Date().timeIntervalSince1970 + lease) }
+        timer.resume()
+        return LeaseRenewal(timer: timer)
     }
 
     private func attemptFinished(_ record: OutboxRecord, result: Result<NetworkResponse, NetworkError>, sent: Bool) {
@@ -254,4 +253,13 @@ final class OutboxReplayer: Sendable {
         if let seconds = Double(value), seconds >= 0 { return seconds }
         return HTTPDate.parse(value).map { max(0, $0.timeIntervalSinceNow) }
     }
+}
+
+/// A running lease renewal; ``cancel()`` stops it.
+struct LeaseRenewal: @unchecked Sendable {
+    // Sendable: the timer is only resumed (once, before this value exists) and cancelled; both are
+    // thread-safe operations of a dispatch source, and the handler never touches the timer.
+    let timer: any DispatchSourceTimer
+
+    func cancel() { timer.cancel() }
 }
