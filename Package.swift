@@ -71,6 +71,13 @@ let package = Package(
             path: "Sources/CourierOutboxChild",
             swiftSettings: swiftSettings
         ),
+        // Every ```swift sample of README.md and the DocC articles, verbatim (scripts/doc-samples writes
+        // Samples.swift; CI checks it matches the documents): a sample that stops compiling breaks the build.
+        .target(
+            name: "DocSamples",
+            dependencies: ["Courier"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "CourierTests",
             dependencies: [
@@ -79,6 +86,8 @@ let package = Package(
                 // The CLI tests run the built binary; depending on it makes `swift test` build it.
                 "courier",
                 "courier-outbox-child",
+                // Built with the tests so that the documentation samples always compile.
+                "DocSamples",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -23,7 +23,11 @@ extension Demo {
             op.isFreezable = true
             return op
         }
-        for op in posts { engine.enqueue(op) }
+        for op in posts.prefix(2) { engine.enqueue(op) }
+        // The third is sent by a screen's task, as a SwiftUI `.task { try await engine.send(post) }` would.
+        let screen = Task { () -> String in
+            do throws(NetworkError) { return "\(try await engine.send(posts[2]).statusCode)" } catch { return "\(error.code)" }
+        }
         var frozen = 0
         var delivered = 0
         var server: TestServer?
@@ -33,6 +37,8 @@ extension Demo {
                 frozen += 1
                 say("   frozen \(entry.id.prefix(8)): committed to the outbox, Idempotency-Key \(entry.idempotencyKey.prefix(8))…")
                 if frozen == posts.count {
+                    screen.cancel()
+                    say("   the screen awaiting note 3 went away (its task was cancelled): \(await screen.value); the note stays in the outbox")
                     server = try await TestServer.start(port: port)
                     say("   the server is back on port \(port); the outbox retries with backoff")
                 }

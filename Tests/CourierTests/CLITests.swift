@@ -200,6 +200,7 @@ struct CLITests {
         #expect(demo.stdout.contains("100%"))
         #expect(demo.stdout.contains("connectionLost"))
         #expect(demo.stdout.contains("the server saw 3 Idempotency-Keys, each exactly once"))
+        #expect(demo.stdout.contains("(its task was cancelled): stillFrozen; the note stays in the outbox"))
         #expect(ContinuousClock.now - started < .seconds(45), "the demo must stay well under a minute")
     }
 }

@@ -80,12 +80,12 @@ struct EndToEndRequestTests {
             #expect(latin1.string == "café")
             let xml = engine.operation(path: "/xml")
             _ = try await engine.send(xml)
-            #expect(xml.responseXML?.root.name == "rates")
-            #expect(xml.responseXML?.root.children(named: "rate").first?.attributes["currency"] == "USD")
-            #expect(xml.responseHeaders?[.contentType] == "application/xml")
+            #expect(xml.receivedResponse?.xml?.root.name == "rates")
+            #expect(xml.receivedResponse?.xml?.root.children(named: "rate").first?.attributes["currency"] == "USD")
+            #expect(xml.receivedResponse?.headers[.contentType] == "application/xml")
             let notXML = engine.operation(path: "/json")
             _ = try await engine.send(notXML)
-            #expect(notXML.responseXML == nil)
+            #expect(notXML.receivedResponse?.xml == nil)
         }
     }
 

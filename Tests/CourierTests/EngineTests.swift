@@ -121,7 +121,7 @@ struct EngineTests {
         #expect(error?.response?.statusCode == 404)
         #expect(error?.body.map { String(decoding: $0, as: UTF8.self) } == "no such thing")
         #expect(op.statusCode == 404)
-        #expect(op.responseString == "no such thing")
+        #expect(op.receivedResponse?.string == "no such thing")
     }
 
     @Test func acceptableStatusesAndContentTypesAreConfigurable() async throws {
@@ -154,7 +154,7 @@ struct EngineTests {
         try await engine.send(op)
         #expect(throws: NetworkError.self) { try op.decode(Rates.self) }
         do {
-            _ = try op.responseJSON()
+            _ = try op.receivedResponse?.json()
             Issue.record("broken JSON parsed")
         } catch {
             #expect(error.code == .decodingFailed)

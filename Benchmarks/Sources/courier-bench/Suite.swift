@@ -36,6 +36,7 @@ struct Suite {
             QueueScale.scenario(server: fastServer, count: quick ? 2_000 : 100_000),
             LargeDownload.scenario(server: testServerProcess, bytes: quick ? 64 << 20 : 1 << 30, courierTestServerURL: testServerProcess.baseURL),
             CacheHits.scenario(server: testServerProcess, count: quick ? 200 : 5_000),
+            Freezing.scenario(count: quick ? 50 : 500),
         ]
         var reports: [ScenarioReport] = []
         for scenario in scenarios where only.map({ scenario.name.localizedCaseInsensitiveContains($0) }) ?? true {

@@ -121,10 +121,10 @@ final class EngineConnectivity: Sendable {
     /// would fail or park work although the host is reachable. The queue's width carries a version
     /// taken under the lock, so widths applied out of order still end with the newest.
     func apply(_ reported: ReachabilityStatus? = nil) {
-        let status = reachability.status
-        let (changed, released, replayer, handler, version) = state.withLockedValue { state in
+        let (changed, released, replayer, handler, status, version) = state.withLockedValue { state in
+            let (status, version) = LinkGroup.versioned { reachability.status }
             guard !state.isStopped, state.appliedStatus != status else {
-                return (false, [NetworkOperation](), OutboxReplayer?.none, state.handler, UInt64(0))
+                return (false, [NetworkOperation](), OutboxReplayer?.none, state.handler, status, version)
             }
             let isFirst = state.appliedStatus == nil
             state.appliedStatus = status
@@ -134,7 +134,7 @@ final class EngineConnectivity: Sendable {
                 released = state.held.values.map(\.operation).sorted { $0.id.rawValue < $1.id.rawValue }
                 state.held = [:]
             }
-            return (true, released, state.replayer, isFirst ? nil : state.handler, LinkGroup.nextVersion())
+            return (true, released, state.replayer, isFirst ? nil : state.handler, status, version)
         }
         guard changed else { return }
         queue.setLimit(concurrency.limit(for: status, wifiOnlyMode: wifiOnlyMode), forGroup: group, version: version)

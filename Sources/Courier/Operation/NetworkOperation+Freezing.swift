@@ -105,7 +105,9 @@ extension NetworkOperation {
         let now = Date().timeIntervalSince1970
         // The operation's own headers: never the provider's credentials, and no sensitive field.
         let (ownHeaders, ttl, attempts) = storage.withLockedValue { ($0.headers, $0.timeToLive, $0.maximumAttempts) }
-        let headers = SensitiveHeaders.removed(sensitiveNames, from: ownHeaders)
+        // The provider's names count even when nothing was sent yet (frozen at enqueue).
+        let providerNames = currentCredentials().map(\.name.canonicalName)
+        let headers = SensitiveHeaders.removed(sensitiveNames.union(providerNames), from: ownHeaders)
         guard let url = requestURL, let database = connectivity.outboxDatabase() else {
             finish(.failure(error ?? NetworkError(.outboxUnavailable, "this engine has no outbox (no data directory)", url: urlString)))
             return

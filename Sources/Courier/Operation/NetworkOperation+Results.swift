@@ -14,18 +14,26 @@ extension NetworkOperation {
         return nil
     }
 
-    /// The server's response whether the operation succeeded or not (for example a 404's body).
-    private var anyResponse: NetworkResponse? { response ?? error?.response }
+    /// The server's response, whether the operation succeeded or failed (a 404's body is here), once the
+    /// server answered. Read it with ``NetworkResponse``'s members, the one set of names for a response:
+    /// `body`, `string`, `headers`, `json()`, `decode(_:)`, `xml`, `statusCode`, `url`.
+    public var receivedResponse: NetworkResponse? { response ?? error?.response }
+
+    private var anyResponse: NetworkResponse? { receivedResponse }
 
     /// The response body.
+    @available(*, deprecated, message: "use receivedResponse?.body (NetworkResponse's names)")
     public var responseData: Data? { anyResponse?.body }
     /// The response body as text, in the charset of its `Content-Type` (UTF-8 when none).
+    @available(*, deprecated, message: "use receivedResponse?.string (NetworkResponse's names)")
     public var responseString: String? { anyResponse?.string }
     /// The response body as XML, or `nil` when there is none or it is not well-formed.
+    @available(*, deprecated, message: "use receivedResponse?.xml (NetworkResponse's names)")
     public var responseXML: XMLDocumentTree? { anyResponse?.xml }
     /// The status code, once the server answered.
     public var statusCode: Int? { anyResponse?.statusCode }
     /// The response header fields, once the server answered.
+    @available(*, deprecated, message: "use receivedResponse?.headers (NetworkResponse's names)")
     public var responseHeaders: HTTPFields? { anyResponse?.headers }
     /// The URL first requested (before redirects); `nil` when it could not be composed.
     public var originalURL: URL? { requestURL }
@@ -37,6 +45,7 @@ extension NetworkOperation {
     /// The response body parsed as JSON.
     /// - Returns: The top-level JSON value.
     /// - Throws: ``NetworkError`` (``NetworkError/Code/decodingFailed``) when the body is missing or not JSON.
+    @available(*, deprecated, message: "use receivedResponse?.json() (NetworkResponse's names)")
     public func responseJSON() throws(NetworkError) -> Any {
         guard let response = anyResponse else {
             throw NetworkError(.decodingFailed, "the operation has no response", url: urlString)

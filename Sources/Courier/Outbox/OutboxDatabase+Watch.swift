@@ -1,14 +1,20 @@
 import Foundation
 import GRDB
 import HTTPTypes
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 // Another process (`courier outbox flush`, an app extension, a second instance) may deliver, drop or
 // dead-letter a row that an operation of this process is waiting for. SQLite tells no one, so while
-// such operations exist this process looks at their rows a few times a second, on the outbox's work
-// queue, and finishes each operation with what became of its row.
+// such operations exist this process checks twice a second, on the outbox's work queue, whether the
+// database files changed (two `stat` calls), reads the rows of its waiting operations only when they
+// did, and finishes each operation with what became of its row.
 extension OutboxDatabase {
-    /// How often the rows of waiting operations are looked at.
-    static let watchInterval: DispatchTimeInterval = .milliseconds(250)
+    /// How often the database files are checked while operations wait.
+    static let watchInterval: DispatchTimeInterval = .milliseconds(500)
 
     /// Starts the watch if an operation waits and it is not running yet.
     func watchIfNeeded() {
@@ -34,8 +40,28 @@ extension OutboxDatabase {
             return listeners.operations.keys.filter { listeners.replays[$0] == nil }
         }
         guard let ids else { return }
-        if !ids.isEmpty { settle(ids) }
+        let stamp = filesStamp()
+        let changed = listeners.withLockedValue { listeners in
+            defer { listeners.watchedStamp = stamp }
+            return listeners.watchedStamp != stamp || stamp.isEmpty
+        }
+        if changed, !ids.isEmpty { settle(ids) }
         scheduleWatch()
+    }
+
+    /// Size and modification time of the database and its write-ahead log: any commit, by any process,
+    /// changes one of them.
+    private func filesStamp() -> [Int64] {
+        ["outbox.sqlite", "outbox.sqlite-wal"].flatMap { name -> [Int64] in
+            var info = stat()
+            guard stat(directory.appendingPathComponent(name).path, &info) == 0 else { return [-1] }
+            #if canImport(Darwin)
+            let modified = info.st_mtimespec
+            #else
+            let modified = info.st_mtim
+            #endif
+            return [Int64(info.st_size), Int64(modified.tv_sec), Int64(modified.tv_nsec)]
+        }
     }
 
     /// Finishes the waiting operations whose rows another process settled.

@@ -26,8 +26,9 @@ final class OutboxDatabase: Sendable {
         var operations: [String: NetworkOperation] = [:]
         /// Replays of this process on their way, by row id, and whether a drop was asked for meanwhile.
         var replays: [String: (operation: NetworkOperation, dropRequested: Bool)] = [:]
-        /// Whether the cross-process watch runs (see OutboxDatabase+Watch).
+        /// Whether the cross-process watch runs, and the files' state it last saw (see OutboxDatabase+Watch).
         var isWatching = false
+        var watchedStamp: [Int64] = []
     }
 
     let listeners = NIOLockedValueBox(Listeners())

@@ -27,7 +27,7 @@ struct LinkGroup: Hashable, Sendable {
     private static let nextID = Atomic<UInt64>(1)
     /// Versions of width decisions, shared by every engine so that the newest decision of a group wins
     /// whichever engine made it (see ``QueueStateMachine/setLimit(_:for:version:)``).
-    private static let versions = Atomic<UInt64>(1)
+    private static let versions = NIOLockedValueBox<UInt64>(1)
 
     /// The group's id; the caller uses it until ``release()``.
     func acquire() -> UInt64 {
@@ -56,5 +56,14 @@ struct LinkGroup: Hashable, Sendable {
     }
 
     /// A version for a width decided now: higher than every one decided before.
-    static func nextVersion() -> UInt64 { versions.wrappingAdd(1, ordering: .relaxed).oldValue }
+    static func nextVersion() -> UInt64 { versioned { () }.version }
+
+    /// Reads a status and numbers the decision in one step, so that of two engines of a group, the one
+    /// that read the newer status always holds the higher version.
+    static func versioned<Value>(_ read: () -> Value) -> (value: Value, version: UInt64) {
+        versions.withLockedValue { version in
+            version += 1
+            return (read(), version)
+        }
+    }
 }
