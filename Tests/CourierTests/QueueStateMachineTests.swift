@@ -37,6 +37,31 @@ struct QueueStateMachineTests {
         #expect(done.activity == 3)
     }
 
+    @Test func cancelIfNotStartedLeavesARunningFlightAlone() {
+        var machine = Machine(maximumConcurrent: 1)
+        _ = machine.enqueue(op(1), priority: .normal, key: nil)          // running
+        _ = machine.enqueue(op(2), priority: .normal, key: nil)          // waiting for a slot
+        _ = machine.enqueue(op(3), priority: .normal, key: nil, dependencies: [op(9)])   // blocked
+        #expect(machine.cancelIfNotStarted(op(1)).cancelled.isEmpty, "its request is on the wire")
+        #expect(machine.cancelIfNotStarted(op(2)).cancelled == [op(2)])
+        #expect(machine.cancelIfNotStarted(op(3)).cancelled == [op(3)])
+        #expect(machine.isBlocked(op(3)) == false)
+        #expect(machine.operationCount == 1)
+    }
+
+    @Test func distinctRunnersNeverShareAFlight() {
+        var machine = Machine(maximumConcurrent: 6)
+        let request = PreparedRequest(
+            method: .get, url: URL(string: "http://h/x")!, headers: [:], body: nil, options: TransportOptions(),
+            redirects: .follow(), maximumBodySize: 1 << 20, totalTimeout: nil, logger: .courierSilent)
+        let a = CoalescingKey(request: request, uniqueIdentifier: "x", runner: .init(group: 1))
+        let b = CoalescingKey(request: request, uniqueIdentifier: "x", runner: .init(group: 2))
+        let c = CoalescingKey(request: request, uniqueIdentifier: "x", runner: .init(group: 1))
+        #expect(started(machine.enqueue(op(1), priority: .normal, key: a, group: 1)) == [[op(1)]])
+        #expect(started(machine.enqueue(op(2), priority: .normal, key: b, group: 2)) == [[op(2)]], "another group: a flight of its own")
+        #expect(machine.enqueue(op(3), priority: .normal, key: c, group: 1).joinedRunning == [op(3)])
+    }
+
     @Test func higherPriorityStartsFirstAndFIFOWithinAPriority() {
         var machine = Machine(maximumConcurrent: 1, isSuspended: true)
         _ = machine.enqueue(op(1), priority: .low, key: nil)

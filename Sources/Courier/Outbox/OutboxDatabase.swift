@@ -288,7 +288,7 @@ final class OutboxDatabase: Sendable {
             return listeners.replays[id]?.operation
         }
         if let replay {
-            if replay.state == .waiting { replay.cancel() }
+            replay.context.queue.cancelIfNotStarted(replay)
             return true
         }
         let removed = (try? pool.write { db in

@@ -47,6 +47,12 @@ extension NetworkQueue {
         apply { $0.cancel(operation.id) }
     }
 
+    /// Removes an operation only if its request has not started (decided under the queue's lock, so it
+    /// cannot start meanwhile).
+    func cancelIfNotStarted(_ operation: NetworkOperation) {
+        apply { $0.cancelIfNotStarted(operation.id) }
+    }
+
     func setPriority(_ priority: NetworkOperation.Priority, for operation: NetworkOperation) {
         apply { $0.setPriority(priority, for: operation.id) }
     }

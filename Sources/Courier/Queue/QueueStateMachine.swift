@@ -193,6 +193,15 @@ struct QueueStateMachine {
         return action
     }
 
+    /// Cancels an operation only if nothing of it has started: it is blocked on dependencies, or its
+    /// flight still waits. An operation whose flight runs is left alone (the outbox lets such a replay
+    /// finish, so that what the server answered is what is reported).
+    mutating func cancelIfNotStarted(_ id: OperationID) -> Action {
+        guard let member = members[id] else { return Action() }
+        if case .subscribed(let flightID) = member.membership, flights[flightID]?.state != .waiting { return Action() }
+        return cancel(id)
+    }
+
     /// A flight's network work ended (response, failure or completed cancellation). Frees its slot.
     mutating func flightFinished(_ flightID: FlightID) -> Action {
         var action = Action()
