@@ -113,3 +113,31 @@ struct InterimRequestTargetTests {
         }
     }
 }
+
+/// Issue 18 item 9: the interim-response connection stops as soon as its reader does.
+@Suite("Interim responses: the body's reader decides")
+struct InterimBodyFlowTests {
+    @Test func theBodySizeLimitClosesTheConnection() async throws {
+        try await withServer(configure: { $0.maximumResponseBodySize = 64 << 10 }) { server, engine in
+            // 64 MiB offered, slowly enough that the limit trips long before the end.
+            let op = engine.operation(path: "/bytes/67108864", params: ["chunkSize": .int(16384), "delayMs": .int(5)])
+                .onInformationalResponse { _ in }
+            #expect(await failure(of: op)?.code == .bodyTooLarge)
+            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(10)), "the server saw the connection go")
+        }
+    }
+
+    @Test func cancellingMidBodyClosesTheConnection() async throws {
+        try await withServer { server, engine in
+            let op = engine.operation(path: "/bytes/67108864", params: ["chunkSize": .int(16384), "delayMs": .int(5)])
+                .onInformationalResponse { _ in }
+            let progress = Recorder<Int64>()
+            op.onDownloadProgress { progress.append($0.completedBytes) }
+            engine.enqueue(op)
+            #expect(await eventually { !progress.all.isEmpty })
+            op.cancel()
+            #expect(await failure(of: op)?.code == .cancelled)
+            #expect(await server.waitForAbortedRequests(count: 1, timeout: .seconds(10)))
+        }
+    }
+}

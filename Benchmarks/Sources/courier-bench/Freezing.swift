@@ -71,8 +71,7 @@ final class DiskLoad: Sendable {
 
     init(directory: URL) {
         let path = directory.appendingPathComponent("courier-bench-load-\(UUID().uuidString)").path
-        let (running, done) = (running, done)
-        Thread.detachNewThread {
+        Thread.detachNewThread { [self] in
             let fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0o600)
             let chunk = [UInt8](repeating: 0x5A, count: 64 << 10)
             var written = 0

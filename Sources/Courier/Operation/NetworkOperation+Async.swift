@@ -37,9 +37,14 @@ extension NetworkOperation {
             await withUnsafeContinuation { continuation in
                 waiter.wait(continuation)
                 // The handlers were dispatched on the callback queue before the outcome was published:
-                // hopping through that queue delivers the result after every one of them ran.
-                whenFinished { [queue = context.configuration.callbackQueue] outcome in
-                    queue.async { waiter.resume(outcome) }
+                // hopping through that queue delivers the result after every one of them ran. An operation
+                // that never had a handler has nothing there, and does not wait for that queue.
+                whenFinished { [self, queue = context.configuration.callbackQueue] outcome in
+                    if storage.withLockedValue({ $0.hasHadHandlers }) {
+                        queue.async { waiter.resume(outcome) }
+                    } else {
+                        waiter.resume(outcome)
+                    }
                 }
             }
         } onCancel: {

@@ -42,6 +42,11 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var stateChange: [@Sendable (State) -> Void] = []
         var frozen: [@Sendable (OutboxEntry) -> Void] = []
         var informational: [@Sendable (InformationalResponse) -> Void] = []
+
+        var isEmpty: Bool {
+            completion.isEmpty && error.isEmpty && uploadProgress.isEmpty && downloadProgress.isEmpty && stateChange.isEmpty
+                && frozen.isEmpty && informational.isEmpty
+        }
     }
 
     /// Where an operation that leaves the queue without running goes.
@@ -63,7 +68,11 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var userInfo: [String: any Sendable] = [:]
         var allowsCoalescing: Bool
         var dependencies: [NetworkOperation] = []
-        var handlers = Handlers()
+        var handlers = Handlers() {
+            didSet { if !handlers.isEmpty { hasHadHandlers = true } }
+        }
+        /// Whether a handler was ever attached (its calls may still be on the callback queue).
+        var hasHadHandlers = false
         /// Internal observers of the outcome, called once, outside the lock.
         var observers: [@Sendable (Result<NetworkResponse, NetworkError>) -> Void] = []
         var streams: [Int: AsyncStream<Event>.Continuation] = [:]

@@ -13,8 +13,10 @@ import NIOSSL
 /// them. When an operation asks for them (``NetworkOperation/onInformationalResponse(_:)``),
 /// ``AsyncHTTPClientTransport`` hands its request to this transport instead: it opens a connection
 /// (TLS for https), keeps NIO's decoder forwarding informational heads, reports each one, and returns
-/// the final response like any transport. It does not pool connections and buffers the body as it
-/// arrives, so it is meant for the requests that need it, not for bulk traffic.
+/// the final response like any transport. The body streams with backpressure (the socket is not read
+/// while the reader is behind) and the connection closes as soon as the reader stops (cancellation, the
+/// body-size limit). It does not pool connections, so it is meant for the requests that need it, not for
+/// bulk traffic.
 struct InterimResponseTransport: HTTPTransport {
     let group: any EventLoopGroup
 
@@ -35,7 +37,16 @@ struct InterimResponseTransport: HTTPTransport {
         } catch {
             throw NetworkError(.tls, "TLS could not be set up: \(error)", url: url, underlying: error)
         }
-        let (body, bodyContinuation) = AsyncThrowingStream.makeStream(of: ByteBuffer.self, throwing: (any Error).self)
+        // The body streams with backpressure: past 8 unread parts the connection stops reading (autoRead
+        // off) until the reader catches up; a reader that stops (cancelled, or the body-size limit tripped)
+        // closes the connection.
+        let flow = BodyFlow()
+        let produced = NIOThrowingAsyncSequenceProducer.makeSequence(
+            elementType: ByteBuffer.self, failureType: (any Error).self,
+            backPressureStrategy: NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark(lowWatermark: 2, highWatermark: 8),
+            finishOnDeinit: true, delegate: flow)
+        let body = produced.sequence
+        let bodyContinuation = produced.source
         let headPromise = group.any().makePromise(of: HTTPResponseHead.self)
         let interim = request.didReceiveInformational
         let options = request.options
@@ -62,8 +73,10 @@ struct InterimResponseTransport: HTTPTransport {
             channel = try await bootstrap.connect(host: host, port: port).get()
         } catch {
             headPromise.fail(error)
+            bodyContinuation.finish(error)
             throw AsyncHTTPClientTransport.networkError(for: error, url: url)
         }
+        flow.attach(channel)
         if let deadline = request.deadline {
             let remaining = deadline - ContinuousClock.now
             let timer = channel.eventLoop.scheduleTask(in: TimeAmount(max(remaining, .zero))) {
@@ -129,6 +142,29 @@ struct InterimResponseTransport: HTTPTransport {
     }
 }
 
+typealias BodySource = NIOThrowingAsyncSequenceProducer<
+    ByteBuffer, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, BodyFlow
+>.Source
+
+/// The body's flow control: the reader's demand turns socket reads back on; a reader that goes away
+/// closes the connection.
+final class BodyFlow: NIOAsyncSequenceProducerDelegate {
+    private let channel = NIOLockedValueBox<(any Channel)?>(nil)
+
+    func attach(_ channel: any Channel) {
+        self.channel.withLockedValue { $0 = channel }
+    }
+
+    func produceMore() {
+        guard let channel = channel.withLockedValue({ $0 }) else { return }
+        channel.setOption(ChannelOptions.autoRead, value: true).whenComplete { _ in }
+    }
+
+    func didTerminate() {
+        channel.withLockedValue { $0 }?.close(promise: nil)
+    }
+}
+
 /// The end of the pipeline: reports interim heads, completes the final head once, streams the body,
 /// and turns every way a connection can fail into one typed error (completing each thing at most once).
 private final class ResponseForwarder: ChannelInboundHandler, RemovableChannelHandler {
@@ -136,13 +172,13 @@ private final class ResponseForwarder: ChannelInboundHandler, RemovableChannelHa
 
     let url: String
     let head: EventLoopPromise<HTTPResponseHead>
-    let body: AsyncThrowingStream<ByteBuffer, any Error>.Continuation
+    let body: BodySource
     let interim: (@Sendable (HTTPResponse.Status, HTTPFields) -> Void)?
     private var headDone = false
     private var bodyDone = false
 
     init(
-        url: String, head: EventLoopPromise<HTTPResponseHead>, body: AsyncThrowingStream<ByteBuffer, any Error>.Continuation,
+        url: String, head: EventLoopPromise<HTTPResponseHead>, body: BodySource,
         interim: (@Sendable (HTTPResponse.Status, HTTPFields) -> Void)?
     ) {
         self.url = url
@@ -161,7 +197,17 @@ private final class ResponseForwarder: ChannelInboundHandler, RemovableChannelHa
             headDone = true
             head.succeed(response)
         case .body(let buffer):
-            if !bodyDone { body.yield(buffer) }
+            guard !bodyDone else { return }
+            switch body.yield(buffer) {
+            case .produceMore: break
+            case .stopProducing:
+                // The reader is behind: stop reading from the socket until it asks for more.
+                context.channel.setOption(ChannelOptions.autoRead, value: false).whenComplete { _ in }
+            case .dropped:
+                // The reader is gone (cancelled, or the size limit tripped): nothing more to read.
+                bodyDone = true
+                context.close(promise: nil)
+            }
         case .end:
             bodyDone = true
             body.finish()
@@ -193,7 +239,7 @@ private final class ResponseForwarder: ChannelInboundHandler, RemovableChannelHa
         }
         if !bodyDone {
             bodyDone = true
-            body.finish(throwing: error)
+            body.finish(error)
         }
         context?.close(promise: nil)
     }
