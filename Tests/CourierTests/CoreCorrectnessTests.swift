@@ -205,6 +205,24 @@ struct CoreCorrectnessTests {
         #expect(response.statusCode == 200, "the width is not stuck at 0")
     }
 
+    @Test func aStatusBufferedBeforeTheLiveOneNeverFailsWorkWhileReachable() async throws {
+        for _ in 0..<10 {
+            let transport = FakeTransport()
+            let reachability = ManualReachability(.reachable(via: .wifi))
+            let queue = NetworkQueue(isSuspended: true)   // the operation waits in the queue meanwhile
+            let engine = NetworkEngine.fake(transport, queue: queue) { $0.reachability = reachability }
+            await drain(engine.configuration.callbackQueue)
+            // A quick flap: both values are buffered for the engine's observer; the host is reachable now.
+            reachability.setStatus(.unreachable)
+            reachability.setStatus(.reachable(via: .wifi))
+            let op = engine.operation(path: "x")
+            engine.enqueue(op)
+            try await Task.sleep(for: .milliseconds(30))   // the observer catches up with the buffered values
+            queue.go()
+            #expect(await failure(of: op) == nil, "failed although the host was reachable throughout its life")
+        }
+    }
+
     @Test func limitsDecidedInOneOrderAndAppliedInAnotherKeepTheNewest() {
         var machine = QueueStateMachine(maximumConcurrent: 6)
         _ = machine.setLimit(6, for: 1, version: 2)

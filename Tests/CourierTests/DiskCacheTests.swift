@@ -134,6 +134,45 @@ struct DiskCacheTests {
         #expect(transport.requestCount == 1)
     }
 
+    /// Issue 18 item 7: cancellation by predicate finds an operation whose entry is being read.
+    @Test func cancellationByPredicateFindsAnOperationWhoseEntryIsBeingRead() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let transport = origin()
+        let stored = cache(directory)
+        let engine = NetworkEngine.fake(transport) { $0.cache = stored }
+        _ = try await engine.send(engine.operation(path: "thumbnails/1"))
+        stored.flushMemory()
+        stored.diskQueue.suspend()
+        let reading = engine.operation(path: "thumbnails/1")
+        reading.cachePolicy = .reloadRevalidating   // it would go to the network after the read
+        engine.enqueue(reading)
+        engine.queue.cancelOperations(containing: "/thumbnails/")
+        stored.diskQueue.resume()
+        #expect(await failure(of: reading)?.code == .cancelled)
+        #expect(transport.requestCount == 1, "the cancelled one never reached the network")
+    }
+
+    /// Issue 18 item 13: storing a response writes the disk on the cache's queue, not on the thread
+    /// that got the response; memory answers at once.
+    @Test func storingWritesTheDiskOffTheRespondingThread() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let transport = origin()
+        let stored = cache(directory)
+        let engine = NetworkEngine.fake(transport) { $0.cache = stored }
+        _ = try await engine.send(engine.operation(path: "fresh"))   // in memory now: lookups need no disk read
+        stored.diskQueue.suspend()   // the disk is "slow": nothing is written until resumed
+        let reload = engine.operation(path: "fresh")
+        reload.cachePolicy = .reloadIgnoringCache   // goes to the network; its answer is stored
+        #expect(try await engine.send(reload).cacheOutcome == .miss, "answered while the disk write waits")
+        #expect(try await engine.send(engine.operation(path: "fresh")).cacheOutcome == .hit, "from memory")
+        #expect(transport.requestCount == 2)
+        stored.diskQueue.resume()
+        await stored.synchronize()
+        #expect(stored.statistics.diskEntries == 1)
+    }
+
     @Test func aDamagedCacheIsAMissNeverACrashAndEveryAnswerIsRight() async throws {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

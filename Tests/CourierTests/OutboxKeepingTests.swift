@@ -226,6 +226,22 @@ struct OutboxKeepingTests {
         withExtendedLifetime(second) {}
     }
 
+    // MARK: 13
+
+    @Test func enqueueNeverWaitsForTheOutboxDisk() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let engine = Self.engine(Origin(), directory, ManualReachability(.unreachable))
+        OutboxDatabase.io.suspend()   // the disk is "slow": nothing is written until resumed
+        let post = engine.operation(path: "comments", method: .post, body: .text("x"))
+        post.isFreezable = true
+        engine.enqueue(post)
+        #expect(post.state == .waiting, "enqueue returned before the row was written")
+        OutboxDatabase.io.resume()
+        #expect(await eventually { post.state == .frozen })
+        post.cancel()
+    }
+
     // MARK: 6d
 
     @Test func anAttemptThatNeverWentOutIsNotCountedAgainstMaximumAttempts() async throws {

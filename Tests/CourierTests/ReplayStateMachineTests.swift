@@ -21,6 +21,49 @@ struct ReplayStateMachineTests {
         #expect(machine.timerFired() == .idle, "one request per origin at a time")
     }
 
+    @Test func aHostThatAnswersEndsABackoffAfterNoAnswerButNotARetryAfter() {
+        var machine = Machine(isReachable: true)
+        _ = machine.timerFired()
+        _ = machine.headClaimed(head("a"), decision: .send)
+        // No answer: backoff, and the claim that reads the retry time is under way.
+        let (completion, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .noAnswer, now: 100, jitter: 0.5)
+        #expect(completion == .retry(at: 100 + machine.delay(afterAttempts: 1, jitter: 0.5)))
+        #expect(next == .claimHead(ignoringSchedule: false))
+        // Another request gets an answer while that claim is out: remembered, then acted on.
+        #expect(machine.hostAnswered() == .idle)
+        #expect(machine.headClaimed(head("a", next: 200), decision: .wait(until: 200)) == .claimHead(ignoringSchedule: true))
+        #expect(machine.headClaimed(head("a", next: 200), decision: .send) == .send(id: "a"))
+        // Once waiting (timer set), an answer claims at once.
+        _ = machine.attemptFinished(id: "a", attempts: 2, outcome: .noAnswer, now: 300, jitter: 0.5)
+        #expect(machine.headClaimed(head("a", next: 400), decision: .wait(until: 400)) == .wake(at: 400))
+        #expect(machine.hostAnswered() == .claimHead(ignoringSchedule: true))
+        _ = machine.headClaimed(head("a"), decision: .send)
+        // A wait the server asked for (an answered 503 with Retry-After) is kept.
+        _ = machine.attemptFinished(id: "a", attempts: 3, outcome: .answered(status: 503, retryAfter: 60), now: 500, jitter: 0.5)
+        #expect(machine.headClaimed(head("a", next: 560), decision: .wait(until: 560)) == .wake(at: 560))
+        #expect(machine.hostAnswered() == .idle)
+    }
+
+    @Test func aFailedClaimIsRetriedWithBackoff() {
+        var machine = Machine(isReachable: true, backoff: .init(base: 1, cap: 8))
+        #expect(machine.timerFired() == .claimHead(ignoringSchedule: false))
+        guard case .wake(let first) = machine.claimFailed(now: 10, jitter: 1) else { Issue.record("no wake"); return }
+        #expect(first == 11)
+        _ = machine.timerFired()
+        guard case .wake(let second) = machine.claimFailed(now: 20, jitter: 1) else { Issue.record("no wake"); return }
+        #expect(second == 22, "doubles")
+        _ = machine.timerFired()
+        #expect(machine.headClaimed(nil, decision: nil) == .idle)
+    }
+
+    @Test func anAttemptThatWasNotSentIsNotBackedOff() {
+        var machine = Machine(isReachable: true, backoff: .init(base: 1, cap: 300))
+        _ = machine.timerFired()
+        _ = machine.headClaimed(head("a", attempts: 5), decision: .send)
+        let (completion, _) = machine.attemptFinished(id: "a", attempts: 5, outcome: .notSent, now: 100, jitter: 1)
+        #expect(completion == .retry(at: 101), "the base delay, whatever the attempts so far")
+    }
+
     @Test func answersAreSortedIntoDeliveredPermanentAndRetry() {
         let cases: [(Machine.Outcome, Machine.Completion?)] = [
             (.answered(status: 200, retryAfter: nil), .delivered),

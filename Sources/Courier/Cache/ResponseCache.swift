@@ -117,7 +117,7 @@ public final class ResponseCache: Sendable {
     /// memory at once and written to disk on the cache's own queue, never on the thread that got the
     /// response; a command-line tool that exits right after a request calls this first.
     public func synchronize() async {
-        await withCheckedContinuation { continuation in diskQueue.async { continuation.resume() } }
+        await onQueue(diskQueue) {}
     }
 
     /// Empties the memory tier (for memory pressure). The disk tier, written through, keeps everything;

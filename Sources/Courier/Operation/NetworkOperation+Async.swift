@@ -56,6 +56,7 @@ extension NetworkOperation {
                 cancel()
             }
         }
+        waiter.settled()
         return try result.get()
     }
 
@@ -175,25 +176,33 @@ final class OutcomeWaiter: Sendable {
     private let state = NIOLockedValueBox<(continuation: UnsafeContinuation<Outcome, Never>?, early: Outcome?, isDone: Bool)>((nil, nil, false))
 
     func wait(_ continuation: UnsafeContinuation<Result<NetworkResponse, NetworkError>, Never>) {
-        let early = state.withLockedValue { state -> Outcome? in
-            if let early = state.early { return early }
-            state.continuation = continuation
-            return nil
+        state.withLockedValue { state in
+            if let early = state.early {
+                continuation.resume(returning: early)
+            } else {
+                state.continuation = continuation
+            }
         }
-        if let early { continuation.resume(returning: early) }
     }
 
     func resume(_ outcome: Result<NetworkResponse, NetworkError>) {
-        let continuation = state.withLockedValue { state -> UnsafeContinuation<Outcome, Never>? in
-            guard !state.isDone else { return nil }
+        // Resumed under the lock (resuming only schedules the task), and the task takes the lock once it
+        // runs again (``settled()``): that orders everything the resuming thread did before the task goes
+        // on, which ThreadSanitizer cannot otherwise see for a continuation resumed from a dispatch queue.
+        state.withLockedValue { state in
+            guard !state.isDone else { return }
             state.isDone = true
             guard let continuation = state.continuation else {
                 state.early = outcome
-                return nil
+                return
             }
             state.continuation = nil
-            return continuation
+            continuation.resume(returning: outcome)
         }
-        continuation?.resume(returning: outcome)
+    }
+
+    /// Called by the waiting task after it resumed (see ``resume(_:)``).
+    func settled() {
+        state.withLockedValue { _ in }
     }
 }

@@ -85,6 +85,8 @@ struct ReplayStateMachine {
     private var claimFailures = 0
     /// Whether the head waits because its last attempt got no answer (not because the server said when).
     private(set) var waitsAfterNoAnswer = false
+    /// The host answered another request while a claim was out.
+    private var hostAnsweredDuringClaim = false
 
     init(isReachable: Bool, backoff: Backoff = Backoff()) {
         self.isReachable = isReachable
@@ -156,6 +158,12 @@ struct ReplayStateMachine {
         case .deadLetter:
             return nextClaim()
         case .wait(let until):
+            defer { hostAnsweredDuringClaim = false }
+            // The host answered while this claim read the retry time: a backoff after no answer ends now.
+            if hostAnsweredDuringClaim && waitsAfterNoAnswer && head.leasedUntil == nil && !claimIgnoresSchedule {
+                waitsAfterNoAnswer = false
+                return claim(ignoringSchedule: true)
+            }
             // A flush asked for while an ordinary claim was out: that claim saw the retry time, the flush
             // must not. (A lease held by another replayer ends the flush: that one is sending.)
             if isFlushing && !claimIgnoresSchedule && head.leasedUntil == nil {
@@ -181,7 +189,12 @@ struct ReplayStateMachine {
     /// backoff after getting no answer is tried now (a wait the server asked for, Retry-After or an
     /// answered retry, is kept).
     mutating func hostAnswered() -> Action {
-        guard isReachable, waitsAfterNoAnswer, sending == nil, !isClaiming else { return .idle }
+        guard isReachable, waitsAfterNoAnswer, sending == nil else { return .idle }
+        guard !isClaiming else {
+            // The claim under way reads the retry time; its answer decides (see headClaimed).
+            hostAnsweredDuringClaim = true
+            return .idle
+        }
         waitsAfterNoAnswer = false
         return claim(ignoringSchedule: true)
     }
