@@ -37,6 +37,18 @@ struct OutboxProcessTests {
         }, queue: NetworkQueue())
     }
 
+    /// An engine of this process that replays its outbox, with short retries.
+    static func replayingEngine(
+        _ server: TestServer, _ directory: URL, _ reachability: ManualReachability, lease: Duration = .seconds(120)
+    ) -> NetworkEngine {
+        NetworkEngine(baseURL: server.baseURL, configuration: .init {
+            $0.reachability = reachability
+            $0.dataDirectory = directory
+            $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200), lease: lease)
+            $0.callbackQueue = DispatchQueue(label: "test.procs")
+        }, queue: NetworkQueue())
+    }
+
     static func freeze(_ engine: NetworkEngine, path: String, _ configure: (NetworkOperation) -> Void = { _ in }) async throws -> NetworkOperation {
         let op = engine.operation(path: path, method: .post, body: .text("from this process"))
         op.isFreezable = true
@@ -80,12 +92,7 @@ struct OutboxProcessTests {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }
         let reachability = ManualReachability(.unreachable)
-        let engine = NetworkEngine(baseURL: server.baseURL, configuration: .init {
-            $0.reachability = reachability
-            $0.dataDirectory = directory
-            $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200), lease: .seconds(1))
-            $0.callbackQueue = DispatchQueue(label: "test.procs")
-        }, queue: NetworkQueue())
+        let engine = Self.replayingEngine(server, directory, reachability, lease: .seconds(1))
         let op = try await Self.freeze(engine, path: "delay/2500")
         reachability.setStatus(.reachable(via: .wired))
         #expect(await server.waitForRequests(count: 1, timeout: .seconds(10)))
@@ -104,12 +111,7 @@ struct OutboxProcessTests {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }
         let reachability = ManualReachability(.unreachable)
-        let engine = NetworkEngine(baseURL: server.baseURL, configuration: .init {
-            $0.reachability = reachability
-            $0.dataDirectory = directory
-            $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200))
-            $0.callbackQueue = DispatchQueue(label: "test.procs")
-        }, queue: NetworkQueue())
+        let engine = Self.replayingEngine(server, directory, reachability)
         let op = try await Self.freeze(engine, path: "anything/busy")
         // Another process holds the database's write lock for a while (a long transaction, a slow disk).
         let holder = Process()
