@@ -4,7 +4,7 @@
 import Courier
 import Foundation
 
-// README.md:24
+// README.md, sample 1
 func sample_README_1() async throws {
 
     struct CurrencyEngine {
@@ -30,7 +30,7 @@ func sample_README_1() async throws {
     }
 }
 
-// README.md:52
+// README.md, sample 2
 func sample_README_2() async throws {
     let queue = NetworkQueue.shared
     queue.maximumConcurrentOperations = 2                 // a slow link
@@ -40,7 +40,7 @@ func sample_README_2() async throws {
     _ = queue
 }
 
-// README.md:63
+// README.md, sample 3
 func sample_README_3() async throws {
     let engine = NetworkEngine(host: "api.example.com", configuration: .init { $0.cache = ResponseCache() })
     let response = try await engine.send(engine.operation(path: "rates"))   // response.cacheOutcome: .hit, .miss, …
@@ -48,7 +48,7 @@ func sample_README_3() async throws {
     _ = response
 }
 
-// README.md:72
+// README.md, sample 4
 func sample_README_4() async throws {
     let post = engine.operation(path: "comments", method: .post, body: .json(comment))
     post.isFreezable = true
@@ -58,7 +58,7 @@ func sample_README_4() async throws {
     _ = post
 }
 
-// README.md:84
+// README.md, sample 5
 func sample_README_5() async throws {
     for await event in download.events {
         if case .downloadProgress(let p) = event { bar.progress = p.fractionCompleted ?? 0 }
@@ -66,7 +66,7 @@ func sample_README_5() async throws {
     do { _ = try await engine.send(op) } catch { if error.code == .timeout { retryLater() } }
 }
 
-// Sources/Courier/Courier.docc/Caching.md:9
+// Sources/Courier/Courier.docc/Caching.md, sample 1
 func sample_Caching_1() async throws {
     let cache = ResponseCache(memoryCapacity: 16 << 20)
     let engine = NetworkEngine(host: "api.example.com", configuration: .init { $0.cache = cache })
@@ -74,7 +74,7 @@ func sample_Caching_1() async throws {
     _ = engine
 }
 
-// Sources/Courier/Courier.docc/Caching.md:48
+// Sources/Courier/Courier.docc/Caching.md, sample 2
 func sample_Caching_2() async throws {
     let engine = NetworkEngine(host: "api.example.com", configuration: .init {
         $0.cache = ResponseCache()
@@ -83,7 +83,7 @@ func sample_Caching_2() async throws {
     _ = engine
 }
 
-// Sources/Courier/Courier.docc/Caching.md:105
+// Sources/Courier/Courier.docc/Caching.md, sample 3
 func sample_Caching_3() async throws {
     for try await update in engine.operation(path: "timeline").cacheUpdates() {
         switch update {
@@ -93,7 +93,7 @@ func sample_Caching_3() async throws {
     }
 }
 
-// Sources/Courier/Courier.docc/FollowingTheNetwork.md:14
+// Sources/Courier/Courier.docc/FollowingTheNetwork.md, sample 1
 func sample_FollowingTheNetwork_1() async throws {
     let reachability = SystemReachability(host: "api.example.com")
     print(reachability.status)                      // "reachable via wifi"
@@ -103,7 +103,7 @@ func sample_FollowingTheNetwork_1() async throws {
     _ = reachability
 }
 
-// Sources/Courier/Courier.docc/FollowingTheNetwork.md:49
+// Sources/Courier/Courier.docc/FollowingTheNetwork.md, sample 2
 func sample_FollowingTheNetwork_2() async throws {
     let reachability = SystemReachability(host: "api.example.com", port: 443, probes: true)
     let status = await reachability.settledStatus()   // after the first probe
@@ -111,14 +111,14 @@ func sample_FollowingTheNetwork_2() async throws {
     _ = status
 }
 
-// Sources/Courier/Courier.docc/FollowingTheNetwork.md:59
+// Sources/Courier/Courier.docc/FollowingTheNetwork.md, sample 3
 func sample_FollowingTheNetwork_3() async throws {
     let reachability = ManualReachability(.reachable(via: .cellular))
     reachability.setStatus(.unreachable)
     _ = reachability
 }
 
-// Sources/Courier/Courier.docc/Freezing.md:21
+// Sources/Courier/Courier.docc/Freezing.md, sample 1
 func sample_Freezing_1() async throws {
     let engine = NetworkEngine(host: "api.example.com", configuration: .init {
         $0.wifiOnlyMode = settings.wifiOnly
@@ -128,7 +128,7 @@ func sample_Freezing_1() async throws {
     _ = engine
 }
 
-// Sources/Courier/Courier.docc/Freezing.md:42
+// Sources/Courier/Courier.docc/Freezing.md, sample 2
 func sample_Freezing_2() async throws {
     let post = engine.operation(path: "comments", method: .post, body: .json(comment))
     post.isFreezable = true
@@ -138,7 +138,7 @@ func sample_Freezing_2() async throws {
     _ = post
 }
 
-// Sources/Courier/Courier.docc/Freezing.md:99
+// Sources/Courier/Courier.docc/Freezing.md, sample 3
 func sample_Freezing_3() async throws {
     Task {
         for await event in engine.outboxEvents {
@@ -147,21 +147,21 @@ func sample_Freezing_3() async throws {
     }
 }
 
-// Sources/Courier/Courier.docc/GettingStarted.md:13
+// Sources/Courier/Courier.docc/GettingStarted.md, sample 1
 func sample_GettingStarted_1() async throws {
     let engine = NetworkEngine(host: "api.example.com", apiPath: "v1", headers: ["x-client-identifier": "iOS"]) 
     // or NetworkEngine(baseURL: "https://api.example.com/v1")
     _ = engine
 }
 
-// Sources/Courier/Courier.docc/GettingStarted.md:20
+// Sources/Courier/Courier.docc/GettingStarted.md, sample 2
 func sample_GettingStarted_2() async throws {
     let local = NetworkEngine(host: "127.0.0.1", port: 8765, isSecure: false)
     // or NetworkEngine(baseURL: "http://127.0.0.1:8765")
     _ = local
 }
 
-// Sources/Courier/Courier.docc/GettingStarted.md:32
+// Sources/Courier/Courier.docc/GettingStarted.md, sample 3
 func sample_GettingStarted_3() async throws {
     let engine = NetworkEngine(baseURL: "https://api.example.com", configuration: .init {
         $0.timeouts.read = .seconds(20)
@@ -171,7 +171,7 @@ func sample_GettingStarted_3() async throws {
     _ = engine
 }
 
-// Sources/Courier/Courier.docc/GettingStarted.md:42
+// Sources/Courier/Courier.docc/GettingStarted.md, sample 4
 func sample_GettingStarted_4() async throws {
     struct CurrencyEngine {
         let engine: NetworkEngine
@@ -183,7 +183,7 @@ func sample_GettingStarted_4() async throws {
     }
 }
 
-// Sources/Courier/Courier.docc/GettingStarted.md:56
+// Sources/Courier/Courier.docc/GettingStarted.md, sample 5
 func sample_GettingStarted_5() async throws {
     let op = engine.operation(path: "rates")
     op.onCompletion { response in show(response) }
@@ -197,21 +197,21 @@ func sample_GettingStarted_5() async throws {
     _ = response
 }
 
-// Sources/Courier/Courier.docc/Operations.md:33
+// Sources/Courier/Courier.docc/Operations.md, sample 1
 func sample_Operations_1() async throws {
     let page = engine.operation(path: "/article")
         .onInformationalResponse { hint in preload(hint.headers[values: .init("Link")!]) }
     _ = page
 }
 
-// Sources/Courier/Courier.docc/Operations.md:46
+// Sources/Courier/Courier.docc/Operations.md, sample 2
 func sample_Operations_2() async throws {
     for await event in engine.operation(path: "report.pdf").events {
         if case .downloadProgress(let progress) = event { print(progress) }
     }
 }
 
-// Sources/Courier/Courier.docc/Operations.md:79
+// Sources/Courier/Courier.docc/Operations.md, sample 3
 func sample_Operations_3() async throws {
     let response = try await engine.send(engine.operation(path: "issues"))
     let issues = try response.decode([Issue].self)
@@ -222,7 +222,7 @@ func sample_Operations_3() async throws {
     _ = next
 }
 
-// Sources/Courier/Courier.docc/SharedQueue.md:36
+// Sources/Courier/Courier.docc/SharedQueue.md, sample 1
 func sample_SharedQueue_1() async throws {
     let batch = NetworkBatch(usesAccurateProgress: true)
     for url in attachmentURLs { batch.add(engine.operation(url: url)) }
@@ -233,7 +233,7 @@ func sample_SharedQueue_1() async throws {
     _ = result
 }
 
-// Sources/Courier/Courier.docc/SharedQueue.md:46
+// Sources/Courier/Courier.docc/SharedQueue.md, sample 2
 func sample_SharedQueue_2() async throws {
     queue.cancelAll()
     engine.cancelAllOperations()                          // only this engine's

@@ -21,12 +21,12 @@ struct ReplayStateMachineTests {
         #expect(machine.timerFired() == .idle, "one request per origin at a time")
     }
 
-    @Test func aHostThatAnswersEndsABackoffAfterNoAnswerButNotARetryAfter() {
+    @Test func aHostThatAnswersEndsABackoffAfterNoConnectionButNotARetryAfterOrATimeout() {
         var machine = Machine(isReachable: true)
         _ = machine.timerFired()
         _ = machine.headClaimed(head("a"), decision: .send)
-        // No answer: backoff, and the claim that reads the retry time is under way.
-        let (completion, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .noAnswer, now: 100, jitter: 0.5)
+        // Could not connect: backoff, and the claim that reads the retry time is under way.
+        let (completion, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .couldNotConnect, now: 100, jitter: 0.5)
         #expect(completion == .retry(at: 100 + machine.delay(afterAttempts: 1, jitter: 0.5)))
         #expect(next == .claimHead(ignoringSchedule: false))
         // Another request gets an answer while that claim is out: remembered, then acted on.
@@ -34,12 +34,18 @@ struct ReplayStateMachineTests {
         #expect(machine.headClaimed(head("a", next: 200), decision: .wait(until: 200)) == .claimHead(ignoringSchedule: true))
         #expect(machine.headClaimed(head("a", next: 200), decision: .send) == .send(id: "a"))
         // Once waiting (timer set), an answer claims at once.
-        _ = machine.attemptFinished(id: "a", attempts: 2, outcome: .noAnswer, now: 300, jitter: 0.5)
+        _ = machine.attemptFinished(id: "a", attempts: 2, outcome: .couldNotConnect, now: 300, jitter: 0.5)
         #expect(machine.headClaimed(head("a", next: 400), decision: .wait(until: 400)) == .wake(at: 400))
         #expect(machine.hostAnswered() == .claimHead(ignoringSchedule: true))
         _ = machine.headClaimed(head("a"), decision: .send)
+        // A timeout (a slow server, not an absent one) keeps its backoff: trying sooner would not help.
+        _ = machine.attemptFinished(id: "a", attempts: 3, outcome: .noAnswer, now: 450, jitter: 0.5)
+        #expect(machine.headClaimed(head("a", next: 460), decision: .wait(until: 460)) == .wake(at: 460))
+        #expect(machine.hostAnswered() == .idle)
+        _ = machine.timerFired()
+        _ = machine.headClaimed(head("a"), decision: .send)
         // A wait the server asked for (an answered 503 with Retry-After) is kept.
-        _ = machine.attemptFinished(id: "a", attempts: 3, outcome: .answered(status: 503, retryAfter: 60), now: 500, jitter: 0.5)
+        _ = machine.attemptFinished(id: "a", attempts: 4, outcome: .answered(status: 503, retryAfter: 60), now: 500, jitter: 0.5)
         #expect(machine.headClaimed(head("a", next: 560), decision: .wait(until: 560)) == .wake(at: 560))
         #expect(machine.hostAnswered() == .idle)
     }

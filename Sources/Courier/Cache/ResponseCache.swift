@@ -68,6 +68,7 @@ public final class ResponseCache: Sendable {
         self.state = NIOLockedValueBox(State(lru: MemoryLRU(capacity: memoryCapacity)))
         self.disk = directory.map { DiskCacheStore(directory: $0, capacity: diskCapacity) }
         self.now = clock
+        diskQueue.setSpecific(key: Self.diskQueueKey, value: ObjectIdentifier(self))
         #if canImport(Darwin)
         let observer = observeMemoryPressure()
         memoryPressure.withLockedValue { $0 = observer }
@@ -96,7 +97,7 @@ public final class ResponseCache: Sendable {
         }
         if let disk {
             // After the writes already asked for (they run on the disk queue, in order).
-            diskQueue.sync {
+            onDiskQueue {
                 statistics.diskBytes = disk.totalBytes
                 statistics.diskEntries = disk.entryCount
             }
@@ -110,8 +111,17 @@ public final class ResponseCache: Sendable {
             _ = state.lru.trim(to: 0)
             state.variants = [:]
         }
-        diskQueue.sync { disk?.removeAll() }
+        onDiskQueue { disk?.removeAll() }
     }
+
+    /// Runs `body` on the disk queue, at once when already there (a credential provider asked during a
+    /// lookup runs there, and might look at the statistics).
+    private func onDiskQueue(_ body: () -> Void) {
+        if DispatchQueue.getSpecific(key: Self.diskQueueKey) == ObjectIdentifier(self) { return body() }
+        diskQueue.sync(execute: body)
+    }
+
+    private static let diskQueueKey = DispatchSpecificKey<ObjectIdentifier>()
 
     /// Waits until every write to the disk tier asked for so far is done. Responses are stored in
     /// memory at once and written to disk on the cache's own queue, never on the thread that got the

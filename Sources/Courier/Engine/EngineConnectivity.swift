@@ -61,10 +61,9 @@ final class EngineConnectivity: Sendable {
         self.callbackQueue = configuration.callbackQueue
         self.reachability = configuration.reachability
             ?? Self.systemReachability(host: baseURL?.host ?? "", port: baseURL?.port, logger: configuration.logger)
-        let source: LinkGroup.Source = configuration.reachability.map { .object(ObjectIdentifier($0 as AnyObject)) }
-            ?? .system(host: baseURL?.host?.lowercased() ?? "", port: baseURL?.port)
         self.link = LinkGroup(
-            queue: ObjectIdentifier(queue), source: source, concurrency: configuration.concurrency, wifiOnlyMode: configuration.wifiOnlyMode)
+            queue: ObjectIdentifier(queue), source: ObjectIdentifier(reachability), concurrency: configuration.concurrency,
+            wifiOnlyMode: configuration.wifiOnlyMode)
         self.group = link.acquire()
     }
 
@@ -143,7 +142,8 @@ final class EngineConnectivity: Sendable {
         } else {
             takeWaitingWorkOut()
         }
-        replayer?.reachabilityChanged(status.isReachable)
+        // Read again now: of two applies racing, the one that calls last passes the newest value.
+        replayer?.reachabilityChanged(reachability.status.isReachable)
         if let handler { callbackQueue.async { handler(status) } }
     }
 
@@ -187,6 +187,8 @@ final class EngineConnectivity: Sendable {
 
     private func takeOut(_ operation: NetworkOperation) {
         guard operation.state == .waiting, !queue.isBlocked(operation), isUnreachable else { return }
+        // Only if its request has not started meanwhile (decided under the queue's lock): a request on
+        // the wire is left to finish, never aborted and then frozen or failed.
         operation.storage.withLockedValue { storage in
             if storage.isFreezable && !storage.isReplay && dataDirectory != nil {
                 storage.queueExit = .freeze
@@ -196,7 +198,7 @@ final class EngineConnectivity: Sendable {
                 storage.queueExit = .fail(notConnected(operation))
             }
         }
-        queue.cancel(operation)
+        queue.cancelIfNotStarted(operation)
     }
 
     /// Holds an operation until the host is reachable or its connectivity timeout passes.

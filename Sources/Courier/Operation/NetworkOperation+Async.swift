@@ -22,7 +22,7 @@ extension NetworkOperation {
     /// ```swift
     /// let response = try await engine.operation(path: "/rates").response()
     /// ```
-    /// Cancelling the waiting task cancels the operation, unless it is frozen
+    /// Cancelling the waiting task cancels the operation, unless it is frozen or on its way to the outbox
     /// (``NetworkOperation/isFreezable``): a frozen request is something the user asked to keep, so
     /// cancelling the task only stops the waiting (it throws ``NetworkError/Code/stillFrozen``) and the
     /// request stays in the outbox; only ``cancel()`` or ``Outbox/drop(_:)`` removes it.
@@ -48,7 +48,7 @@ extension NetworkOperation {
                 }
             }
         } onCancel: {
-            if state == .frozen {
+            if isKept {
                 waiter.resume(.failure(NetworkError(
                     .stillFrozen, "the waiting task was cancelled; the request stays in the outbox and will be sent",
                     url: urlString)))

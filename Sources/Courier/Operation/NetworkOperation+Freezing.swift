@@ -97,8 +97,13 @@ extension NetworkOperation {
     /// The disk work runs on the outbox's I/O queue, never on the caller's thread or the cooperative pool.
     /// - Parameter retryAfter: Seconds the server asked to wait (`Retry-After`), when it answered.
     func freeze(after error: NetworkError?, retryAfter: Double? = nil) {
+        storage.withLockedValue { $0.isFreezing = true }
         OutboxDatabase.io.async { [self] in writeToOutbox(after: error, retryAfter: retryAfter) }
     }
+
+    /// Whether the operation is frozen, or on its way to the outbox: a cancelled waiting task or a
+    /// queue-wide cancellation leaves it alone (only ``cancel()`` or a drop removes it).
+    var isKept: Bool { storage.withLockedValue { $0.machine.state == .frozen || ($0.isFreezing && $0.machine.outcome == nil) } }
 
     private func writeToOutbox(after error: NetworkError?, retryAfter: Double?) {
         let connectivity = context.connectivity

@@ -99,6 +99,9 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var outboxID: String?
         /// A replay of a frozen request, sent by the outbox: never frozen again.
         var isReplay = false
+        /// Set the moment the operation is decided to go to the outbox, before its row is written: from
+        /// then on it is what the user asked to keep (see ``NetworkOperation/isKept``).
+        var isFreezing = false
         /// Set when the operation is taken out of the queue for a reason other than cancellation.
         var queueExit: QueueExit?
     }

@@ -35,9 +35,10 @@ final class OutboxDatabase: Sendable {
     /// Where opening an outbox and an operation's own writes (freezing, dropping) run: never a caller's
     /// thread nor the cooperative pool. Serial, so one operation's freeze and drop keep their order.
     static let io = DispatchQueue(label: "courier.outbox.io")
-    /// Where this outbox's replays run (claims, outcomes) and the cross-process watch: one outbox's slow
-    /// disk never holds back another's.
+    /// Where this outbox's replays run (claims, outcomes), drops and the cross-process watch: one outbox's
+    /// slow disk never holds back another's, and a drop never falls between a claim and its send.
     let work = DispatchQueue(label: "courier.outbox.work")
+    private static let workKey = DispatchSpecificKey<ObjectIdentifier>()
     /// Where lease renewals run, so that a renewal never waits behind a claim.
     let leases = DispatchQueue(label: "courier.outbox.leases")
 
@@ -108,6 +109,7 @@ final class OutboxDatabase: Sendable {
             if !columns.contains("outcome") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN outcome TEXT") }
             if !columns.contains("finishedAt") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN finishedAt DOUBLE") }
         }
+        work.setSpecific(key: Self.workKey, value: ObjectIdentifier(self))
         for name in ["outbox.sqlite", "outbox.sqlite-wal", "outbox.sqlite-shm"] {
             let path = directory.appendingPathComponent(name).path
             if fileManager.fileExists(atPath: path) { try? fileManager.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path) }
@@ -147,7 +149,7 @@ final class OutboxDatabase: Sendable {
 
     /// How long a finished row is kept, so that an operation of another process waiting for it learns
     /// its outcome (see OutboxDatabase+Watch) before it is swept away.
-    static let outcomeRetention: Double = 600
+    static let outcomeRetention: Double = 86_400
 
     /// Reads the oldest pending row of an origin and, in the same transaction, claims it (lease) or
     /// dead-letters it, as ``ReplayStateMachine/decide(_:now:ignoringSchedule:)`` says. Attempts are
@@ -282,6 +284,18 @@ final class OutboxDatabase: Sendable {
     /// answered: a 2xx or final 4xx is reported as such, anything else drops the row.
     @discardableResult
     func drop(id: String) -> Bool {
+        // On the work queue, in order with claims, sends and outcomes: a row claimed a moment ago is
+        // already known as in flight, and an outcome being recorded finishes first.
+        onWork { dropOnWork(id: id) }
+    }
+
+    /// Runs `body` on the work queue (at once when already there) and returns its value.
+    func onWork<Value>(_ body: () -> Value) -> Value {
+        if DispatchQueue.getSpecific(key: Self.workKey) == ObjectIdentifier(self) { return body() }
+        return work.sync(execute: body)
+    }
+
+    private func dropOnWork(id: String) -> Bool {
         let replay = listeners.withLockedValue { listeners -> NetworkOperation? in
             guard listeners.replays[id] != nil else { return nil }
             listeners.replays[id]?.dropRequested = true
@@ -307,9 +321,13 @@ final class OutboxDatabase: Sendable {
     /// Removes every row; returns how many. Operations of this process waiting for them fail as for ``drop(id:)``.
     @discardableResult
     func clear() -> Int {
+        onWork { clearOnWork() }
+    }
+
+    private func clearOnWork() -> Int {
         let ids = records().map(\.id)
         var count = 0
-        for id in ids where drop(id: id) { count += 1 }
+        for id in ids where dropOnWork(id: id) { count += 1 }
         // Rows that could not be read go too (but not a row whose replay is on the wire: that one decides
         // for itself); finished rows stay for their retention.
         let inFlight = listeners.withLockedValue { Array($0.replays.keys) }
@@ -367,7 +385,9 @@ final class OutboxDatabase: Sendable {
 
     /// The replay of a row ended; returns whether a drop was asked for meanwhile.
     func replayEnded(for id: String) -> Bool {
-        listeners.withLockedValue { $0.replays.removeValue(forKey: id)?.dropRequested ?? false }
+        // The removed entry (and its operation) is released after the lock, never under it.
+        let ended = listeners.withLockedValue { $0.replays.removeValue(forKey: id) }
+        return ended?.dropRequested ?? false
     }
 
     /// The frozen operation waiting for a row's outcome, if it is alive in this process (left in the table).

@@ -44,8 +44,8 @@ final class OutboxReplayer: Sendable {
         runOnIO(state.withLockedValue { $0.isStopped ? .idle : $0.machine.timerFired() })
     }
 
-    /// A request of this engine got an answer from the host: a replay waiting out a backoff after no
-    /// answer goes now.
+    /// A request of this engine got an answer from the host: a replay waiting out a backoff because it
+    /// could not connect goes now.
     func hostAnswered() {
         runOnIO(state.withLockedValue { $0.isStopped ? .idle : $0.machine.hostAnswered() })
     }
@@ -196,10 +196,11 @@ final class OutboxReplayer: Sendable {
                 response = answer
                 outcome = .answered(status: answer.statusCode, retryAfter: Self.retryAfter(answer))
             } else {
-                outcome = sent ? .noAnswer : .notSent
+                outcome = !sent ? .notSent : (error.code == .cannotConnect || error.code == .notConnected) ? .couldNotConnect : .noAnswer
             }
         }
         let now = Date().timeIntervalSince1970
+        // On the work queue, like drops: no drop can come between reading this and recording the outcome.
         let dropRequested = database.replayEnded(for: record.id)
         let (completion, next) = state.withLockedValue { state in
             let (completion, next) = state.machine.attemptFinished(

@@ -45,8 +45,10 @@ struct ReplayStateMachine {
         /// The server answered with this status (after redirects); `retryAfter` is its `Retry-After`
         /// in seconds from now, if it gave one.
         case answered(status: Int, retryAfter: Double?)
-        /// No answer: the host could not be reached, the connection failed or timed out.
+        /// No answer: the connection failed or timed out after it was made.
         case noAnswer
+        /// No connection could be made (refused, no route): the host was not there.
+        case couldNotConnect
         /// The request never went out (the host went away while it waited in the queue): not an attempt.
         case notSent
     }
@@ -83,8 +85,9 @@ struct ReplayStateMachine {
     private(set) var isFlushing = false
     /// Claims that failed in a row (the database was busy or broken).
     private var claimFailures = 0
-    /// Whether the head waits because its last attempt got no answer (not because the server said when).
-    private(set) var waitsAfterNoAnswer = false
+    /// Whether the head waits because its last attempt could not connect (not because the server said
+    /// when, nor after a timeout: a slow server is not helped by trying it sooner).
+    private(set) var waitsAfterNoConnection = false
     /// The host answered another request while a claim was out.
     private var hostAnsweredDuringClaim = false
 
@@ -159,9 +162,9 @@ struct ReplayStateMachine {
             return nextClaim()
         case .wait(let until):
             defer { hostAnsweredDuringClaim = false }
-            // The host answered while this claim read the retry time: a backoff after no answer ends now.
-            if hostAnsweredDuringClaim && waitsAfterNoAnswer && head.leasedUntil == nil && !claimIgnoresSchedule {
-                waitsAfterNoAnswer = false
+            // The host answered while this claim read the retry time: a backoff after no connection ends now.
+            if hostAnsweredDuringClaim && waitsAfterNoConnection && head.leasedUntil == nil && !claimIgnoresSchedule {
+                waitsAfterNoConnection = false
                 return claim(ignoringSchedule: true)
             }
             // A flush asked for while an ordinary claim was out: that claim saw the retry time, the flush
@@ -186,16 +189,16 @@ struct ReplayStateMachine {
     }
 
     /// Another request to the same host just got an answer: the host is back, so a head waiting out a
-    /// backoff after getting no answer is tried now (a wait the server asked for, Retry-After or an
-    /// answered retry, is kept).
+    /// backoff after it could not connect is tried now (a wait the server asked for, Retry-After or an
+    /// answered retry, and a backoff after a timeout are kept).
     mutating func hostAnswered() -> Action {
-        guard isReachable, waitsAfterNoAnswer, sending == nil else { return .idle }
+        guard isReachable, waitsAfterNoConnection, sending == nil else { return .idle }
         guard !isClaiming else {
             // The claim under way reads the retry time; its answer decides (see headClaimed).
             hostAnsweredDuringClaim = true
             return .idle
         }
-        waitsAfterNoAnswer = false
+        waitsAfterNoConnection = false
         return claim(ignoringSchedule: true)
     }
 
@@ -203,7 +206,7 @@ struct ReplayStateMachine {
         id: String, attempts: Int, outcome: Outcome, now: Double, jitter: Double
     ) -> (completion: Completion, next: Action) {
         if sending == id { sending = nil }
-        waitsAfterNoAnswer = outcome == .noAnswer
+        waitsAfterNoConnection = outcome == .couldNotConnect
         if let completion = Self.classify(outcome) {
             return (completion, nextClaim())
         }

@@ -20,6 +20,8 @@ struct CoalescingKey: Hashable, Sendable {
     let totalTimeout: Duration?
     /// How the request runs: its queue group, its transport, its credential provider.
     let runner: Runner
+    /// The names treated as credentials (dropped on a cross-origin redirect): part of how it runs.
+    let sensitiveNames: Set<String>
     private let precomputedHash: Int
 
     /// Who runs a flight, as far as it changes the exchange.
@@ -40,6 +42,7 @@ struct CoalescingKey: Hashable, Sendable {
     init(request: PreparedRequest, uniqueIdentifier: String, runner: Runner = Runner()) {
         self.uniqueIdentifier = uniqueIdentifier
         self.runner = runner
+        self.sensitiveNames = request.sensitiveNames
         self.headers = request.headers.map { $0.name.canonicalName + ": " + $0.value }.sorted().joined(separator: "\n")
         self.options = request.options
         self.redirects = request.redirects
@@ -53,6 +56,7 @@ struct CoalescingKey: Hashable, Sendable {
         hasher.combine(maximumBodySize)
         hasher.combine(totalTimeout)
         hasher.combine(runner)
+        hasher.combine(sensitiveNames)
         self.precomputedHash = hasher.finalize()
     }
 
@@ -60,7 +64,7 @@ struct CoalescingKey: Hashable, Sendable {
         lhs.precomputedHash == rhs.precomputedHash && lhs.uniqueIdentifier == rhs.uniqueIdentifier
             && lhs.headers == rhs.headers && lhs.options == rhs.options && lhs.redirects == rhs.redirects
             && lhs.maximumBodySize == rhs.maximumBodySize && lhs.totalTimeout == rhs.totalTimeout
-            && lhs.runner == rhs.runner
+            && lhs.runner == rhs.runner && lhs.sensitiveNames == rhs.sensitiveNames
     }
 
     func hash(into hasher: inout Hasher) {

@@ -3,22 +3,16 @@ import Synchronization
 
 /// The queue group of an engine: engines that reach the network the same way share one.
 ///
-/// A group is what the shared queue parks or runs by: its width follows one reachability source (the
-/// same object, or the system's monitor for the same host and port) with the same per-link limits and
-/// `wifiOnlyMode`, so every engine of a group always computes the same width. Engines of different
-/// groups never share a flight (their widths may differ: one parked at 0 on cellular, the other on
-/// Wi-Fi), and a flight is parked or run by its group, never by whichever engine subscribed first.
+/// A group is what the shared queue parks or runs by: its width follows one reachability object (the
+/// one the app gave, or the system's monitor for the host and port, which the engines of a host share)
+/// with the same per-link limits and `wifiOnlyMode`, so every engine of a group always computes the same
+/// width from the same status. Engines of different groups never share a flight (their widths may
+/// differ: one parked at 0 on cellular, the other on Wi-Fi), and a flight is parked or run by its group,
+/// never by whichever engine subscribed first.
 struct LinkGroup: Hashable, Sendable {
-    /// Where an engine learns its host's reachability.
-    enum Source: Hashable, Sendable {
-        /// The system's monitor for a host and port (``SystemReachability``, one per engine but equivalent).
-        case system(host: String, port: Int?)
-        /// A reachability object the app gave (the same object for every engine of the group).
-        case object(ObjectIdentifier)
-    }
-
     let queue: ObjectIdentifier
-    let source: Source
+    /// The reachability object the width follows.
+    let source: ObjectIdentifier
     let concurrency: ConnectionConcurrency
     let wifiOnlyMode: Bool
 

@@ -129,7 +129,7 @@ public final class NetworkQueue: Sendable {
         let candidates = state.withLockedValue { state in
             Array(state.operations.values) + state.outside.values.filter { state.operations[$0.id] == nil }
         }
-        for operation in candidates where operation.state != .frozen && !operation.isReplay && predicate(operation) {
+        for operation in candidates where !operation.isKept && !operation.isReplay && predicate(operation) {
             operation.cancel()
         }
     }
