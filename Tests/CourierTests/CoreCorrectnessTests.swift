@@ -52,6 +52,18 @@ struct CoreCorrectnessTests {
         #expect(transport.requestCount == 2)
     }
 
+    @Test func enginesOfOneHostShareOneSystemMonitorSoTheirGroupHasOneSource() {
+        let queue = NetworkQueue()
+        let a = NetworkEngine(host: "api.example.com", queue: queue)
+        let b = NetworkEngine(host: "API.example.com", queue: queue)
+        let c = NetworkEngine(host: "cdn.example.com", queue: queue)
+        #expect(a.context.connectivity.reachability === b.context.connectivity.reachability)
+        #expect(a.context.connectivity.group == b.context.connectivity.group)
+        #expect(a.context.connectivity.group != c.context.connectivity.group)
+        let wifiOnly = NetworkEngine(host: "api.example.com", configuration: .init { $0.wifiOnlyMode = true }, queue: queue)
+        #expect(wifiOnly.context.connectivity.group != a.context.connectivity.group, "other limits: another group")
+    }
+
     @Test func operationsOfOneEngineStillShareAFlight() async throws {
         let transport = FakeTransport { _ in
             try await Task.sleep(for: .milliseconds(50))

@@ -119,6 +119,27 @@ struct OutboxKeepingTests {
         #expect(try #require(engine.outbox).entries.isEmpty)
     }
 
+    @Test func aTaskCancelledWhileItsRequestIsBeingWrittenToTheOutboxKeepsIt() async throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let reachability = ManualReachability(.unreachable)
+        let origin = Origin()
+        let engine = Self.engine(origin, directory, reachability)
+        OutboxDatabase.io.suspend()   // a slow disk: the row is not written yet
+        let post = engine.operation(path: "comments", method: .post, body: .text("being frozen"))
+        post.isFreezable = true
+        let screen = Task { await failure(of: post)?.code }
+        #expect(await eventually { post.isKept }, "decided to go to the outbox")
+        screen.cancel()
+        let code = await screen.value
+        OutboxDatabase.io.resume()
+        #expect(code == .stillFrozen)
+        #expect(await eventually { post.state == .frozen }, "written, not dropped")
+        origin.up()
+        reachability.setStatus(.reachable(via: .wifi))
+        #expect(try await post.response().statusCode == 201)
+    }
+
     // MARK: B
 
     @Test func aFrozenOperationIsDeliveredAfterItsEngineIsReleased() async throws {
