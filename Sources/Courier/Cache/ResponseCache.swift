@@ -82,7 +82,7 @@ public final class ResponseCache: Sendable {
     }
 
     /// Closes the disk tier's database; it reopens on next use. Memory is kept.
-    func closeDisk() { disk?.close() }
+    func closeDisk() { onDiskQueue { disk?.close() } }   // after the writes still queued
 
     /// The disk tier's directory, or `nil` for a memory-only cache.
     public var directory: URL? { disk?.directory }
