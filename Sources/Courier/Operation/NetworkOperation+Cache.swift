@@ -35,7 +35,7 @@ extension NetworkOperation {
         let credentials = currentCredentials()
         let request = CacheLookup.Request(
             method: method, url: url, headers: headers,
-            credentialPartition: Self.credentialPartition(of: headers.replacing(with: credentials), names: partitionNames(credentials)))
+            credentialPartition: Self.credentialPartition(of: headers.replacing(with: credentials), names: context.sensitiveNames(with: credentials)))
         let decision = CacheLookup.decide(request, candidates: stored ?? cache.candidates(for: url), now: now, policy: policy.lookupPolicy)
         if policy == .cachedThenFresh {
             return cachedThenFresh(decision, cache: cache)
@@ -96,7 +96,7 @@ extension NetworkOperation {
         guard let cache = context.configuration.cache, let url = requestURL else { return result }
         let now = cache.now()
         let (entry, requestTime, headers) = storage.withLockedValue {
-            ($0.cacheEntry, $0.requestTime ?? now, $0.sent?.headers ?? $0.headers)
+            ($0.cacheEntry, $0.requestTime ?? now, $0.sentHeaders ?? $0.headers)
         }
         let names = sensitiveNames
         switch result {
@@ -178,10 +178,5 @@ extension NetworkOperation {
             .map { "\($0.name.canonicalName): \($0.value)" }.sorted()
         guard !credentials.isEmpty else { return nil }
         return SHA256.hexDigest(Data(credentials.joined(separator: "\n").utf8))
-    }
-
-    /// The names that partition the cache for a request carrying the provider's `credentials`.
-    private func partitionNames(_ credentials: HTTPFields) -> Set<String> {
-        context.configuration.lowercasedSensitiveNames.union(credentials.map(\.name.canonicalName))
     }
 }

@@ -198,7 +198,7 @@ extension NetworkOperation {
         // Sensitive fields never reach the outbox: a replay takes them from the operation that froze, while
         // it is alive in this process, else from the engine's default headers (the credential provider
         // adds its own when the replay is sent).
-        let names = context.configuration.lowercasedSensitiveNames
+        let names = context.sensitiveNames
         let original = context.connectivity.outboxDatabase()?.attachedOperation(for: record.id)
         let secrets = SensitiveHeaders.kept(names, from: original?.headers ?? context.defaultHeaders)
         var headers = record.headers

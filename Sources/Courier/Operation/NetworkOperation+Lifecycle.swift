@@ -100,14 +100,13 @@ extension NetworkOperation {
         var request = preparedRequest()
         let credentials = currentCredentials()
         request.headers = request.headers.replacing(with: credentials)
-        request.sensitiveNames.formUnion(credentials.map(\.name.canonicalName))
+        request.sensitiveNames = context.sensitiveNames(with: credentials)
         return request
     }
 
     /// The header names this operation treats as credentials: the engine's list and the provider's fields.
     var sensitiveNames: Set<String> {
-        let provided = storage.withLockedValue { $0.sent?.sensitiveNames } ?? []
-        return context.configuration.lowercasedSensitiveNames.union(provided)
+        storage.withLockedValue { $0.sentSensitiveNames } ?? context.sensitiveNames
     }
 
     private func makePreparedRequest(headers: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?) -> PreparedRequest {
@@ -125,7 +124,7 @@ extension NetworkOperation {
             maximumBodySize: configuration.maximumResponseBodySize,
             totalTimeout: configuration.timeouts.total,
             logger: configuration.logger,
-            sensitiveNames: configuration.lowercasedSensitiveNames)
+            sensitiveNames: context.sensitiveNames)
     }
 
     /// The key identical operations share, or `nil` when this one must run alone.
@@ -185,7 +184,12 @@ extension NetworkOperation {
     /// A freezable operation whose request got no answer goes to the outbox instead.
     /// - Parameter sent: The request the flight sent (with the credentials it carried), if it went out.
     func queueDidFinish(_ result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil) {
-        if let sent { storage.withLockedValue { $0.sent = sent } }
+        if let sent {
+            storage.withLockedValue { storage in
+                storage.sentHeaders = sent.headers
+                storage.sentSensitiveNames = sent.sensitiveNames
+            }
+        }
         switch result {
         case .failure(let error):
             if shouldFreeze(after: error) {

@@ -80,7 +80,7 @@ extension NetworkOperation {
         }
         parts.append(ShellQuoting.quote(urlString))
         let credentials = currentCredentials()
-        let sensitive = context.configuration.lowercasedSensitiveNames.union(credentials.map(\.name.canonicalName))
+        let sensitive = context.sensitiveNames(with: credentials)
         for field in headers.replacing(with: credentials).http1Fields {
             parts += ["-H", ShellQuoting.quote("\(field.name): \(Self.masked(name: field.name, value: field.value, sensitive: sensitive))")]
         }

@@ -79,8 +79,10 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var nextStreamKey = 0
         /// The request without credentials, built once when the operation is enqueued.
         var prepared: PreparedRequest?
-        /// The request its flight sent, credentials included (for the cache's partition).
-        var sent: PreparedRequest?
+        /// The headers its flight sent (credentials included) and the names sensitive for that request:
+        /// only what the cache's partition and the outbox need, not the whole request.
+        var sentHeaders: HTTPFields?
+        var sentSensitiveNames: Set<String>?
         /// The operation's own cache policy, if it overrides its engine's.
         var cachePolicy: CachePolicy?
         /// The stored response being revalidated (or kept for stale-if-error).
@@ -295,4 +297,25 @@ struct OperationContext: Sendable {
     let connectivity: EngineConnectivity
     /// The engine's default headers (a replay after a restart takes its sensitive ones from here).
     var defaultHeaders: HTTPFields = [:]
+    /// The engine's sensitive names, lowercased, computed once (not per request).
+    let sensitiveNames: Set<String>
+
+    init(
+        engineID: UInt64, queue: NetworkQueue, executor: RequestExecutor, configuration: NetworkEngine.Configuration,
+        connectivity: EngineConnectivity, defaultHeaders: HTTPFields = [:]
+    ) {
+        self.engineID = engineID
+        self.queue = queue
+        self.executor = executor
+        self.configuration = configuration
+        self.connectivity = connectivity
+        self.defaultHeaders = defaultHeaders
+        self.sensitiveNames = configuration.lowercasedSensitiveNames
+    }
+
+    /// The engine's sensitive names and those of the provider's `credentials`: the fields that carry
+    /// credentials for one request.
+    func sensitiveNames(with credentials: HTTPFields) -> Set<String> {
+        credentials.isEmpty ? sensitiveNames : sensitiveNames.union(credentials.map(\.name.canonicalName))
+    }
 }
