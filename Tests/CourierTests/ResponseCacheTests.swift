@@ -142,7 +142,8 @@ struct ResponseCacheTests {
         let failing = NIOLockedValueBox(false)
         let transport = FakeTransport { [clock] request in
             if failing.withLockedValue({ $0 }) { throw NetworkError(.cannotConnect, "down") }
-            return FakeTransport.reply(status: 200, headers: [.cacheControl: "max-age=5, stale-if-error=60", .date: HTTPDate.format(clock.now)], body: "old")
+            let control = request.url.path.hasSuffix("/y") ? "max-age=5" : "max-age=5, stale-if-error=60"
+            return FakeTransport.reply(status: 200, headers: [.cacheControl: control, .date: HTTPDate.format(clock.now)], body: "old")
         }
         let (engine, _) = engine(transport)
         _ = try await engine.send(engine.operation(path: "x"))
@@ -159,6 +160,12 @@ struct ResponseCacheTests {
         clock.advance(1_000)
         failing.withLockedValue { $0 = true }
         #expect(try await lenient.send(lenient.operation(path: "y")).cacheOutcome == .stale, "fallsBackToCacheOnError")
+        // A stale-if-error window limits every way of serving stale, fallsBackToCacheOnError included.
+        failing.withLockedValue { $0 = false }
+        _ = try await lenient.send(lenient.operation(path: "x"))
+        clock.advance(1_000)
+        failing.withLockedValue { $0 = true }
+        #expect(await failure(of: lenient.operation(path: "x"))?.code == .cannotConnect, "past stale-if-error=60")
     }
 
     @Test func staleWhileRevalidateServesAtOnceAndRefreshesInTheBackground() async throws {

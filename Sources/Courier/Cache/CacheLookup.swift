@@ -4,9 +4,10 @@ import HTTPTypes
 /// Decides how to answer a request given the responses stored for its URL (RFC 9111 §4): serve a
 /// fresh one, serve a stale one, validate one, go to the network, or give up.
 ///
-/// A pure function of its inputs; `now` is a parameter. `immutable` (RFC 8246) has no effect here:
-/// it only tells clients not to revalidate on a user-initiated reload, so a request's `no-cache`
-/// still forces validation of a fresh immutable response, and freshness is computed as usual.
+/// A pure function of its inputs; `now` is a parameter. `immutable` (RFC 8246) matters to reloads
+/// only: under `.reloadRevalidating` (a reload) a fresh immutable response is served without asking
+/// the origin. A request's explicit `no-cache` or `max-age=0` and `.reloadIgnoringCache` (a forced
+/// reload) still go to the network, and freshness is computed as usual.
 enum CacheLookup {
     /// The parts of a request that matter to a lookup.
     struct Request: Sendable, Equatable {
@@ -64,11 +65,22 @@ enum CacheLookup {
         case .returnCacheElseLoad, .cacheOnly:
             guard let entry = selected else { return policy == .cacheOnly ? .unsatisfiable : .miss }
             let evaluation = CacheFreshness.evaluate(entry, now: now, heuristicCap: heuristicCap)
+            // No policy overrides `no-cache` or a stale `must-revalidate` (§4.2.4, §5.2.2.2, §5.2.2.4).
+            if CacheStaleServing.responseForbids(entry, isStale: !evaluation.isFresh) {
+                return policy == .cacheOnly
+                    ? .unsatisfiable : .revalidate(entry, conditionalHeaders: CacheRevalidation.conditionalHeaders(for: entry))
+            }
             return evaluation.isFresh
                 ? .fresh(entry, age: evaluation.age, omitBody: omitBody)
                 : .stale(entry, age: evaluation.age, revalidateInBackground: false, omitBody: omitBody)
         case .reloadRevalidating:
             guard let entry = selected else { return .miss }
+            let evaluation = CacheFreshness.evaluate(entry, now: now, heuristicCap: heuristicCap)
+            let control = CacheControl(responseHeaders: entry.headers)
+            // RFC 8246 §2: no conditional request on reload while an immutable response is fresh.
+            if control.immutable, !control.noCache, evaluation.isFresh {
+                return .fresh(entry, age: evaluation.age, omitBody: omitBody)
+            }
             let conditional = CacheRevalidation.conditionalHeaders(for: entry)
             return conditional.isEmpty ? .miss : .revalidate(entry, conditionalHeaders: conditional)
         }
@@ -102,7 +114,7 @@ enum CacheLookup {
 
     /// Whether the request's `max-age` (§5.2.1.1) and `min-fresh` (§5.2.1.3) accept a response
     /// with this age and freshness.
-    private static func requestAccepts(_ evaluation: CacheFreshness.Evaluation, _ control: CacheControl) -> Bool {
+    static func requestAccepts(_ evaluation: CacheFreshness.Evaluation, _ control: CacheControl) -> Bool {
         switch control.maxAge {
         case .seconds(let limit) where evaluation.age > limit: return false
         case .invalid where evaluation.age > 0: return false
@@ -119,39 +131,34 @@ enum CacheLookup {
     /// same cache key and credential partition whose Vary matches, the most recent by Date (then
     /// by response time). `nil` for methods other than GET and HEAD.
     static func select(_ request: Request, from candidates: [CachedResponseEntry]) -> CachedResponseEntry? {
-        guard request.method == .get || request.method == .head,
-            let key = CacheURLKey.key(for: request.url)
-        else { return nil }
-        return candidates
-            .filter {
-                $0.cacheKey == key && $0.credentialPartition == request.credentialPartition
-                    && CacheVary.matches($0, requestHeaders: request.headers)
-            }
+        matching(request, from: candidates)
             .max { ($0.effectiveDate, $0.responseTime) < ($1.effectiveDate, $1.responseTime) }
     }
 
+    /// Every candidate that may answer `request`: same cache key and credential partition, Vary
+    /// satisfied (RFC 9111 §4.1); empty for methods other than GET and HEAD. These are the stored
+    /// responses a 304 may update (§4.3.4).
+    static func matching(_ request: Request, from candidates: [CachedResponseEntry]) -> [CachedResponseEntry] {
+        guard request.method == .get || request.method == .head,
+            let key = CacheURLKey.key(for: request.url)
+        else { return [] }
+        return candidates.filter {
+            $0.cacheKey == key && $0.credentialPartition == request.credentialPartition
+                && CacheVary.matches($0, requestHeaders: request.headers)
+        }
+    }
+
     /// Whether `entry` may be served, stale or not, because the network failed (an error status
-    /// such as 500, 502, 503, 504, or no response at all), per `stale-if-error` (RFC 5861 §4).
-    ///
-    /// The request's directive, when present, sets the window for this request; otherwise the
-    /// response's does. Never when the response says `must-revalidate` or `no-cache`: RFC 9111
-    /// §4.2.4 forbids generating a stale response against those, which `stale-if-error` does not
-    /// override.
+    /// such as 500, 502, 503, 504, or no response at all), per `stale-if-error` alone (RFC 5861 §4);
+    /// see `CacheStaleServing.mayServeAfterFailure` for the rules and the engine's own allowances.
     static func staleIfError(
         entry: CachedResponseEntry,
         now: Date,
         requestHeaders: HTTPFields,
         heuristicCap: Int = CacheFreshness.defaultHeuristicCap
     ) -> Bool {
-        let responseControl = CacheControl(responseHeaders: entry.headers)
-        guard !responseControl.mustRevalidate, !responseControl.noCache else { return false }
-        let window: Int?
-        switch CacheControl(requestHeaders: requestHeaders).staleIfError {
-        case .seconds(let seconds): window = seconds
-        case .invalid: window = nil
-        case .absent: window = responseControl.staleIfError.seconds
-        }
-        guard let window else { return false }
-        return CacheFreshness.evaluate(entry, now: now, heuristicCap: heuristicCap).staleness <= window
+        CacheStaleServing.mayServeAfterFailure(
+            entry, requestHeaders: requestHeaders, now: now, failure: .error,
+            allowance: .init(onAnyError: false, whenDisconnected: false), heuristicCap: heuristicCap)
     }
 }

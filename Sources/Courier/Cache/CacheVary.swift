@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 
 /// Vary matching (RFC 9111 §4.1): which stored responses may answer a request whose selecting
@@ -26,11 +27,51 @@ enum CacheVary {
     /// is not a valid field name, so no message can carry it). All field lines are combined with
     /// ", " (RFC 9110 §5.3; "; " for Cookie, which HTTPTypes splits per cookie), each trimmed and
     /// with runs of SP/HTAB collapsed (RFC 9111 §4.1).
+    ///
+    /// The content-negotiation fields (`Accept`, `Accept-Charset`, `Accept-Encoding`,
+    /// `Accept-Language`) are compared by meaning, as §4.1 allows: see ``normalizedPreferences(_:)``.
     static func normalizedValue(of name: String, in headers: HTTPFields) -> String? {
         guard let fieldName = CacheHeaderSyntax.fieldName(name) else { return nil }
         let lines = headers[values: fieldName]
         guard !lines.isEmpty else { return nil }
+        if preferenceFields.contains(CacheHeaderSyntax.asciiLowercased(name)) { return normalizedPreferences(lines) }
         return CacheHeaderSyntax.normalizedValue(lines, separator: fieldName == .cookie ? "; " : ", ")
+    }
+
+    /// The fields whose values are weighted preference lists (RFC 9110 §12.5).
+    static let preferenceFields: Set<String> = ["accept", "accept-charset", "accept-encoding", "accept-language"]
+
+    /// A preference list in a canonical form, so that equivalent lists compare equal: elements lowercased
+    /// (tokens, language tags and media types are case-insensitive), whitespace dropped, `q` written
+    /// without trailing zeros and left out when 1 (the default, RFC 9110 §12.4.2), duplicates removed,
+    /// and elements ordered by weight, then alphabetically (order carries no meaning between elements
+    /// of equal weight). `en-US,fr;q=0.50` and `fr; Q=0.5, EN-us` both read `en-us, fr;q=0.5`.
+    static func normalizedPreferences(_ lines: [String]) -> String {
+        var seen = Set<String>()
+        var elements: [(value: String, weight: Double)] = []
+        for element in CacheHeaderSyntax.listElements(lines) {
+            var parameters = element.split(separator: ";").map { CacheHeaderSyntax.asciiLowercased(CacheHeaderSyntax.trimmingOWS($0)) }
+            guard !parameters.isEmpty, !parameters[0].isEmpty else { continue }
+            var weight = 1.0
+            if let index = parameters.firstIndex(where: { $0.hasPrefix("q=") || $0.hasPrefix("q =") }) {
+                let raw = parameters[index].drop { $0 != "=" }.dropFirst().trimmingCharacters(in: .whitespaces)
+                weight = Double(raw).map { min(max($0, 0), 1) } ?? 1
+                parameters.remove(at: index)
+            }
+            var value = parameters.map { $0.replacingOccurrences(of: " ", with: "") }.joined(separator: ";")
+            if weight < 1 { value += ";q=" + Self.weightText(weight) }
+            if seen.insert(value).inserted { elements.append((value, weight)) }
+        }
+        return elements.sorted { $0.weight != $1.weight ? $0.weight > $1.weight : $0.value < $1.value }
+            .map(\.value).joined(separator: ", ")
+    }
+
+    /// A weight with at most three decimals and no trailing zeros (`0.5`, `0.25`, `0`).
+    private static func weightText(_ weight: Double) -> String {
+        var text = String(format: "%.3f", weight)
+        while text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+        return text
     }
 
     /// The request's selecting header fields (the ones the response's Vary names) as normalised

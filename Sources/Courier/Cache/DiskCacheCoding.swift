@@ -4,7 +4,8 @@ import HTTPTypes
 /// How entries are written to and read back from the disk index; every reader is lenient and
 /// answers `nil` for anything it cannot understand, so a damaged row is a miss.
 enum DiskCacheCoding {
-    /// Header fields never written to disk: cookies are secrets.
+    /// Header fields never written to disk: cookies are secrets. An entry holding one stays in memory
+    /// (see ``mayWrite(_:)``); the filter below is a second guard.
     static let unwritableHeaders: Set<String> = ["set-cookie", "set-cookie2"]
     /// Request fields whose values must not reach the disk through a `Vary` selection.
     static let secretRequestHeaders = SensitiveHeaders.defaultNames
@@ -14,9 +15,12 @@ enum DiskCacheCoding {
         id.utf8.count == 36 && id.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || $0 == 0x2D }
     }
 
-    /// Whether an entry may go to disk at all.
+    /// Whether an entry may go to disk at all: not when a credential chose its variant, nor when it
+    /// stores a `Set-Cookie` (the stored headers are served whole from memory, RFC 9111 §3.1, and a
+    /// cookie is never written in plain text, so such a response lives in memory only).
     static func mayWrite(_ entry: CachedResponseEntry) -> Bool {
         !entry.isMemoryOnly && !entry.varySelectedHeaders.keys.contains { secretRequestHeaders.contains($0.lowercased()) }
+            && !entry.headers.contains { unwritableHeaders.contains($0.name.canonicalName) }
     }
 
     static func writableHeaders(_ headers: HTTPFields) -> HTTPFields {

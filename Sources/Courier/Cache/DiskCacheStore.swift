@@ -177,7 +177,11 @@ final class DiskCacheStore: Sendable {
 
     /// Stores an entry (replacing the variant it supersedes), then evicts by bytes.
     func store(_ entry: CachedResponseEntry, urlKey: String, now: Date) {
-        guard DiskCacheCoding.mayWrite(entry), entry.body.count <= capacity, pool() != nil else { return }
+        guard pool() != nil else { return }
+        guard DiskCacheCoding.mayWrite(entry), entry.body.count <= capacity else {
+            // The variant it supersedes must not come back from disk once memory lets it go.
+            return remove(urlKey: urlKey, varyKey: DiskCacheCoding.varyKey(entry.varySelectedHeaders), partition: entry.credentialPartition ?? "")
+        }
         let id = UUID().uuidString.lowercased()
         let file = bodies.appendingPathComponent(id)
         let temporary = bodies.appendingPathComponent(".\(id).tmp")
@@ -211,6 +215,19 @@ final class DiskCacheStore: Sendable {
         }
         removeFiles(replaced)
         evict()
+    }
+
+    /// Removes the one variant stored under this URL key, Vary selection and partition.
+    private func remove(urlKey: String, varyKey: String, partition: String) {
+        let ids: [String] = withDatabase([]) { pool in
+            try pool.write { db in
+                let found = try self.ids(db, sql: "SELECT id FROM entries WHERE urlKey = ? AND varyKey = ? AND partition = ?",
+                                         arguments: [urlKey, varyKey, partition])
+                try db.execute(sql: "DELETE FROM entries WHERE urlKey = ? AND varyKey = ? AND partition = ?", arguments: [urlKey, varyKey, partition])
+                return found
+            }
+        }
+        removeFiles(ids)
     }
 
     /// Removes every entry under these URL keys.

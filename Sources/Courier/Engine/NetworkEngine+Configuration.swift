@@ -40,8 +40,17 @@ extension NetworkEngine {
         /// How operations use ``cache`` unless they set their own; the HTTP rules by default.
         public var cachePolicy = CachePolicy.useProtocol
         /// Whether a network failure (or a 500, 502, 503, 504) is answered with the stored response, marked
-        /// as cached and stale (ASIHTTPRequest's fallback). Off by default; `stale-if-error` applies regardless.
+        /// as cached and stale (ASIHTTPRequest's fallback). Off by default; `stale-if-error` applies regardless. Never
+        /// where the response's or the request's directives forbid a stale answer (see ``servesStaleWhenDisconnected``).
         public var fallsBackToCacheOnError = false
+        /// Whether a stored response, even stale, answers a request whose host cannot be reached (no
+        /// route, connection refused, name not resolved), as MKNetworkKit showed cached data offline
+        /// (RFC 9111 §4.2.4 allows it). On by default; the answer is marked
+        /// ``NetworkResponse/isCachedResponse`` with ``CacheOutcome/stale``. Never where the response
+        /// forbids it (`no-cache`, `must-revalidate`, an expired `stale-if-error` window) or the request
+        /// refuses it (`no-cache`, `max-age`, `min-fresh`, `max-stale`). Operations can override it
+        /// (``NetworkOperation/servesStaleWhenDisconnected``).
+        public var servesStaleWhenDisconnected = true
         /// Where the engine logs (debug and trace only). Silent by default.
         public var logger: Logger = .courierSilent
         /// How the engine learns whether its host can be reached. `nil` (the default): the engine watches

@@ -6,8 +6,20 @@ import HTTPTypes
 extension NetworkOperation {
     /// The cache policy: the operation's own, or its engine's. Set before the operation is enqueued.
     public var cachePolicy: CachePolicy {
-        get { storage.withLockedValue { $0.cachePolicy } ?? context.configuration.cachePolicy }
-        set { storage.withLockedValue { if $0.machine.state == .ready { $0.cachePolicy = newValue } } }
+        get { storage.withLockedValue { $0.cache.policy } ?? context.configuration.cachePolicy }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.cache.policy = newValue } } }
+    }
+
+    /// Whether a stored response, even stale, answers this operation when its host cannot be reached
+    /// (RFC 9111 §4.2.4): the operation's own choice, or its engine's
+    /// (``NetworkEngine/Configuration/servesStaleWhenDisconnected``, on by default). Such an answer is
+    /// marked ``NetworkResponse/isCachedResponse`` with ``CacheOutcome/stale``. Never for a response
+    /// whose directives forbid it (`no-cache`, `must-revalidate`, a `stale-if-error` window that ran
+    /// out) or a request that refuses it (`no-cache`, `max-age`, `min-fresh`, `max-stale`). Set before
+    /// the operation is enqueued.
+    public var servesStaleWhenDisconnected: Bool {
+        get { storage.withLockedValue { $0.cache.servesStaleWhenDisconnected } ?? context.configuration.servesStaleWhenDisconnected }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.cache.servesStaleWhenDisconnected = newValue } } }
     }
 
     /// When the cache must be read from disk before this operation can be looked up: the cache and the
@@ -28,35 +40,31 @@ extension NetworkOperation {
         let now = cache.now()
         guard method == .get || method == .head else { return false }
         let (headers, policy) = storage.withLockedValue { storage in
-            storage.requestTime = now
-            return (storage.headers, storage.cachePolicy ?? context.configuration.cachePolicy)
+            storage.cache.requestTime = now
+            return (storage.headers, storage.cache.policy ?? context.configuration.cachePolicy)
         }
         // The credentials of this moment choose the partition (the provider is asked outside the lock).
         let credentials = currentCredentials()
         let request = CacheLookup.Request(
             method: method, url: url, headers: headers,
             credentialPartition: Self.credentialPartition(of: headers.replacing(with: credentials), names: context.sensitiveNames(with: credentials)))
-        let decision = CacheLookup.decide(request, candidates: stored ?? cache.candidates(for: url), now: now, policy: policy.lookupPolicy)
-        if policy == .cachedThenFresh {
-            return cachedThenFresh(decision, cache: cache)
-        }
+        let candidates = stored ?? cache.candidates(for: url)
+        let decision = CacheLookup.decide(request, candidates: candidates, now: now, policy: policy.lookupPolicy)
+        let matching = CacheLookup.matching(request, from: candidates)
+        storage.withLockedValue { $0.cache.matching = matching }
+        if policy == .cachedThenFresh, cachedThenFresh(decision, cache: cache, headers: headers) { return false }
         switch decision {
         case .fresh(let entry, let age, let omitBody):
             cache.record(.hit)
-            finishFromCache(.success(cachedResponse(entry, age: age, omitBody: omitBody, outcome: .hit)))
+            finishFromCache(.success(answer(entry, age: age, omitBody: omitBody, outcome: .hit, requestHeaders: headers)))
             return true
         case .stale(let entry, let age, let revalidateInBackground, let omitBody):
             cache.record(.stale)
             if revalidateInBackground { revalidate(url: url, headers: headers) }
-            finishFromCache(.success(cachedResponse(entry, age: age, omitBody: omitBody, outcome: .stale)))
+            finishFromCache(.success(answer(entry, age: age, omitBody: omitBody, outcome: .stale, requestHeaders: headers)))
             return true
         case .revalidate(let entry, let conditionalHeaders):
-            storage.withLockedValue { storage in
-                storage.cacheEntry = entry
-                // A caller's own conditional request is left alone.
-                guard storage.headers[.ifNoneMatch] == nil, storage.headers[.ifModifiedSince] == nil else { return }
-                for field in conditionalHeaders { storage.headers.append(field) }
-            }
+            addValidators(conditionalHeaders, for: entry)
             return false
         case .miss:
             return false
@@ -72,59 +80,67 @@ extension NetworkOperation {
         }
     }
 
+    /// Keeps `entry` for the answer and adds the cache's validators to the request, unless the
+    /// application made the request conditional itself: its condition goes to the origin unchanged
+    /// (RFC 9111 §4.3.2), never replaced by the cache's.
+    private func addValidators(_ conditionalHeaders: HTTPFields, for entry: CachedResponseEntry) {
+        storage.withLockedValue { storage in
+            storage.cache.entry = entry
+            guard !CacheConditions.isConditional(storage.headers), !conditionalHeaders.isEmpty else { return }
+            for field in conditionalHeaders { storage.headers.append(field) }
+            storage.cache.addedValidators = true
+        }
+    }
+
+    /// Whether the application itself made the request conditional (the cache's own validators do not count).
+    var isConditionalByCaller: Bool {
+        storage.withLockedValue { !$0.cache.addedValidators && CacheConditions.isConditional($0.headers) }
+    }
+
     /// "Cached now, fresh later": deliver what is stored, then ask the network (conditionally).
-    private func cachedThenFresh(_ decision: CacheLookupDecision, cache: ResponseCache) -> Bool {
+    /// Returns whether a stored response was delivered.
+    private func cachedThenFresh(_ decision: CacheLookupDecision, cache: ResponseCache, headers: HTTPFields) -> Bool {
         switch decision {
         case .fresh(let entry, let age, let omitBody), .stale(let entry, let age, _, let omitBody):
             let outcome: CacheOutcome = if case .fresh = decision { .hit } else { .stale }
             cache.record(outcome)
-            deliverCached(cachedResponse(entry, age: age, omitBody: omitBody, outcome: outcome))
-            storage.withLockedValue { storage in
-                storage.cacheEntry = entry
-                guard storage.headers[.ifNoneMatch] == nil, storage.headers[.ifModifiedSince] == nil else { return }
-                for field in CacheRevalidation.conditionalHeaders(for: entry) { storage.headers.append(field) }
-            }
-            return false
+            deliverCached(answer(entry, age: age, omitBody: omitBody, outcome: outcome, requestHeaders: headers))
+            storage.withLockedValue { $0.cache.deliveredCached = true }
+            addValidators(CacheRevalidation.conditionalHeaders(for: entry), for: entry)
+            return true
         case .revalidate, .miss, .unsatisfiable:
             return false
         }
     }
 
     /// Stores, merges or invalidates after the network answered; may answer from the cache instead
-    /// when the network failed (stale-if-error, `fallsBackToCacheOnError`).
+    /// when the network failed (stale-if-error, `fallsBackToCacheOnError`, disconnected).
     func applyCache(to result: Result<NetworkResponse, NetworkError>) -> Result<NetworkResponse, NetworkError> {
         guard let cache = context.configuration.cache, let url = requestURL else { return result }
         let now = cache.now()
-        let (entry, requestTime, headers) = storage.withLockedValue {
-            ($0.cacheEntry, $0.requestTime ?? now, $0.sentHeaders ?? $0.headers)
-        }
+        let (state, headers) = storage.withLockedValue { ($0.cache, $0.sentHeaders ?? $0.headers) }
+        let requestTime = state.requestTime ?? now
         let names = sensitiveNames
         switch result {
         case .success(var response):
             if !CacheInvalidation.isSafe(method) {
                 cache.invalidate(CacheInvalidation.invalidatedKeys(
                     method: method, requestURL: url, status: response.status, responseHeaders: response.headers))
+                storeForContentLocation(response, requestHeaders: headers, requestTime: requestTime, now: now, names: names, in: cache)
                 response.cacheOutcome = .miss
                 return .success(response)
             }
-            if response.statusCode == 304, let entry {
-                let merged = CacheRevalidation.merge(stored: entry, notModified: response.headers, requestTime: requestTime, responseTime: now)
-                cache.store(merged)
-                cache.record(.revalidated)
-                return .success(cachedResponse(merged, age: age(of: merged, now: now), omitBody: method == .head, outcome: .revalidated))
+            if response.statusCode == 304, !state.matching.isEmpty || state.entry != nil {
+                return .success(notModified(response, state: state, requestTime: requestTime, now: now, in: cache))
             }
-            if [500, 502, 503, 504].contains(response.statusCode), let stale = fallback(entry, headers: headers, now: now, cache: cache) {
+            if [500, 502, 503, 504].contains(response.statusCode),
+                let stale = fallback(state, headers: headers, failure: .error, now: now, cache: cache)
+            {
                 return .success(stale)
             }
             switch CacheStorability.verdict(requestMethod: method, requestHeaders: headers, status: response.status, responseHeaders: response.headers) {
             case .storable:
-                var entry = CachedResponseEntry.storing(
-                    url: response.url, requestHeaders: headers, status: response.status, responseHeaders: response.headers,
-                    body: response.body, requestTime: requestTime, responseTime: now,
-                    credentialPartition: Self.credentialPartition(of: headers, names: names))
-                // A variant chosen by a credential (Vary: X-Auth-Token) holds that credential: memory only.
-                entry.isMemoryOnly = entry.varySelectedHeaders.keys.contains { names.contains($0.lowercased()) }
-                cache.store(entry)
+                cache.store(entry(for: response, requestHeaders: headers, requestTime: requestTime, now: now, names: names))
             case .notStorable(let reason):
                 context.configuration.logger.debug("courier response not stored", metadata: [
                     "courier-url": "\(response.url.redactedForLogs)", "courier-reason": "\(reason)",
@@ -134,18 +150,99 @@ extension NetworkOperation {
             response.cacheOutcome = .miss
             return .success(response)
         case .failure(let error):
-            guard error.code != .cancelled, let stale = fallback(entry, headers: headers, now: now, cache: cache) else { return result }
+            guard error.code != .cancelled else { return result }
+            let failure: CacheStaleServing.Failure = [.notConnected, .cannotConnect].contains(error.code) ? .disconnected : .error
+            guard let stale = fallback(state, headers: headers, failure: failure, now: now, cache: cache) else { return result }
             return .success(stale)
         }
     }
 
-    /// The stored response to serve when the network failed, if the rules or the engine allow it.
-    private func fallback(_ entry: CachedResponseEntry?, headers: HTTPFields, now: Date, cache: ResponseCache) -> NetworkResponse? {
-        guard let entry,
-            context.configuration.fallsBackToCacheOnError || CacheLookup.staleIfError(entry: entry, now: now, requestHeaders: headers)
+    /// A 304 from the origin (RFC 9111 §4.3.3, §4.3.4): the stored responses its validator selects are
+    /// freshened, never the others. An application that made the request conditional itself gets the
+    /// 304; otherwise the cache's validated response is the answer. A 304 that selects nothing the
+    /// cache asked about is passed on as it came.
+    private func notModified(
+        _ response: NetworkResponse, state: CacheState, requestTime: Date, now: Date, in cache: ResponseCache
+    ) -> NetworkResponse {
+        let candidates = state.matching.isEmpty ? state.entry.map { [$0] } ?? [] : state.matching
+        let selected = CacheRevalidation.selectStoredForNotModified(candidates, notModified: response.headers)
+        var served: CachedResponseEntry?
+        for index in selected {
+            let merged = CacheRevalidation.merge(stored: candidates[index], notModified: response.headers, requestTime: requestTime, responseTime: now)
+            cache.store(merged)
+            if candidates[index] == state.entry || served == nil { served = merged }
+        }
+        var passedOn = response
+        passedOn.cacheOutcome = selected.isEmpty ? .miss : .revalidated
+        if !selected.isEmpty { cache.record(.revalidated) }
+        guard state.addedValidators, let served, let entry = state.entry, selected.contains(where: { candidates[$0] == entry }) else {
+            return passedOn
+        }
+        return cachedResponse(served, age: age(of: served, now: now), omitBody: method == .head, outcome: .revalidated)
+    }
+
+    /// The entry to store for a response, memory-only when a credential chose its variant
+    /// (`Vary: X-Auth-Token`).
+    private func entry(
+        for response: NetworkResponse, requestHeaders: HTTPFields, requestTime: Date, now: Date, names: Set<String>
+    ) -> CachedResponseEntry {
+        var entry = CachedResponseEntry.storing(
+            url: response.url, requestHeaders: requestHeaders, status: response.status, responseHeaders: response.headers,
+            body: response.body, requestTime: requestTime, responseTime: now,
+            credentialPartition: Self.credentialPartition(of: requestHeaders, names: names))
+        entry.isMemoryOnly = entry.varySelectedHeaders.keys.contains { names.contains($0.lowercased()) }
+        return entry
+    }
+
+    /// RFC 9111 §4 (optional, taken): a response to POST that names its own URI in `Content-Location`
+    /// and has explicit freshness answers a later GET of that URI. Only for a Content-Location of the
+    /// same origin (another origin could otherwise plant responses) and a response that would be
+    /// storable for a GET.
+    private func storeForContentLocation(
+        _ response: NetworkResponse, requestHeaders: HTTPFields, requestTime: Date, now: Date, names: Set<String>,
+        in cache: ResponseCache
+    ) {
+        guard method == .post, let location = response.headers[.contentLocation],
+            let target = URL(string: location, relativeTo: response.url)?.absoluteURL,
+            target.scheme == response.url.scheme, target.host == response.url.host, target.port == response.url.port,
+            CacheFreshness.hasExplicitFreshness(response.headers),
+            case .storable = CacheStorability.verdict(requestMethod: .get, requestHeaders: requestHeaders, status: response.status, responseHeaders: response.headers)
+        else { return }
+        var stored = response
+        stored.url = target
+        cache.store(entry(for: stored, requestHeaders: requestHeaders, requestTime: requestTime, now: now, names: names))
+    }
+
+    /// The stored response to serve when the network failed, if the rules and the engine allow it
+    /// (see `CacheStaleServing`).
+    private func fallback(
+        _ state: CacheState, headers: HTTPFields, failure: CacheStaleServing.Failure, now: Date, cache: ResponseCache
+    ) -> NetworkResponse? {
+        guard let entry = state.entry else { return nil }
+        let allowance = CacheStaleServing.Allowance(
+            onAnyError: context.configuration.fallsBackToCacheOnError,
+            whenDisconnected: !state.deliveredCached
+                && (state.servesStaleWhenDisconnected ?? context.configuration.servesStaleWhenDisconnected))
+        // The application's own request headers decide (the cache's validators are not a request directive).
+        guard CacheStaleServing.mayServeAfterFailure(entry, requestHeaders: headers, now: now, failure: failure, allowance: allowance)
         else { return nil }
         cache.record(.stale)
-        return cachedResponse(entry, age: age(of: entry, now: now), omitBody: method == .head, outcome: .stale)
+        return answer(entry, age: age(of: entry, now: now), omitBody: method == .head, outcome: .stale, requestHeaders: headers)
+    }
+
+    /// A stored response as the answer to this request: a `304 Not Modified` made by the cache when
+    /// the application's own condition holds for it (RFC 9111 §4.3.2), else the stored response.
+    private func answer(
+        _ entry: CachedResponseEntry, age: Int, omitBody: Bool, outcome: CacheOutcome, requestHeaders: HTTPFields
+    ) -> NetworkResponse {
+        guard isConditionalByCaller, CacheConditions.isNotModified(entry, requestHeaders: requestHeaders) else {
+            return cachedResponse(entry, age: age, omitBody: omitBody, outcome: outcome)
+        }
+        var response = NetworkResponse(
+            status: .notModified, headers: CacheConditions.notModifiedHeaders(for: entry, age: age),
+            body: Data(), url: entry.url, originalURL: requestURL ?? entry.url, isCachedResponse: true)
+        response.cacheOutcome = outcome
+        return response
     }
 
     private func cachedResponse(_ entry: CachedResponseEntry, age: Int, omitBody: Bool, outcome: CacheOutcome) -> NetworkResponse {

@@ -209,7 +209,7 @@ extension NetworkOperation {
         operation.storage.withLockedValue { storage in
             storage.isReplay = true
             storage.allowsCoalescing = false
-            storage.cachePolicy = .reloadIgnoringCache
+            storage.cache.policy = .reloadIgnoringCache
         }
         return operation
     }

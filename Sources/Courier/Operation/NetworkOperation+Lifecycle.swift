@@ -312,7 +312,9 @@ extension NetworkOperation {
     /// Applies the engine's acceptable status codes and content types.
     func validate(_ response: NetworkResponse) -> Result<NetworkResponse, NetworkError> {
         let configuration = context.configuration
-        guard configuration.acceptableStatusCodes.contains(response.statusCode) else {
+        // A 304 answers a request the application made conditional itself: it is what it asked for.
+        let answersCondition = response.statusCode == 304 && isConditionalByCaller
+        guard answersCondition || configuration.acceptableStatusCodes.contains(response.statusCode) else {
             return .failure(NetworkError(
                 .unacceptableStatus, "the server answered \(response.statusCode) \(response.status.reasonPhrase)",
                 url: response.url.absoluteString, response: response))

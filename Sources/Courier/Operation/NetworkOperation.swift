@@ -83,12 +83,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         /// only what the cache's partition and the outbox need, not the whole request.
         var sentHeaders: HTTPFields?
         var sentSensitiveNames: Set<String>?
-        /// The operation's own cache policy, if it overrides its engine's.
-        var cachePolicy: CachePolicy?
-        /// The stored response being revalidated (or kept for stale-if-error).
-        var cacheEntry: CachedResponseEntry?
-        /// When the request was made, by the cache's clock.
-        var requestTime: Date?
+        /// How the operation uses its engine's cache, and what its lookup found.
+        var cache = CacheState()
         /// The operation's own redirect policy and decompression, if they override its engine's.
         var redirects: RedirectPolicy?
         var decompression: Decompression?
