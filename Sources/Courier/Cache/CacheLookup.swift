@@ -130,8 +130,10 @@ enum CacheLookup {
     /// The stored response to use for `request` (RFC 9111 §4, §4.1): among the candidates with the
     /// same cache key and credential partition whose Vary matches, the most recent by Date (then
     /// by response time). `nil` for methods other than GET and HEAD.
+    /// A stored partial response (§3.3) is selected only for a `Range` request whose bytes it holds.
     static func select(_ request: Request, from candidates: [CachedResponseEntry]) -> CachedResponseEntry? {
         matching(request, from: candidates)
+            .filter { CachePartialContent.canAnswer($0, requestHeaders: request.headers) }
             .max { ($0.effectiveDate, $0.responseTime) < ($1.effectiveDate, $1.responseTime) }
     }
 

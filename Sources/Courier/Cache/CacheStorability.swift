@@ -15,8 +15,8 @@ enum CacheStorability {
         case methodNotCacheable
         /// 1xx and out-of-range statuses are not final (§3).
         case statusNotFinal
-        /// 206 and 304 are not stored by this cache, nor is an unfamiliar status marked
-        /// `must-understand` (§3, §5.2.2.3).
+        /// 304 is not stored, nor a 206 that is not one unencoded range of a known length (§3.3, see
+        /// `CachePartialContent`), nor an unfamiliar status marked `must-understand` (§3, §5.2.2.3).
         case statusNotUnderstood
         /// The request said `no-store` (§5.2.1.5).
         case noStoreInRequest
@@ -28,11 +28,11 @@ enum CacheStorability {
     }
 
     /// Statuses defined as heuristically cacheable (RFC 9110 §15.1).
-    static let heuristicallyCacheableStatuses: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+    static let heuristicallyCacheableStatuses: Set<Int> = [200, 203, 204, 206, 300, 301, 308, 404, 405, 410, 414, 501]
 
     /// Final statuses whose caching requirements this cache implements, for `must-understand`
-    /// (§5.2.2.3): those defined by RFC 9110 §15, less 206 and 304, which it never stores.
-    static let understoodStatuses: Set<Int> = Set(200...205).union(300...303).union([305, 307, 308])
+    /// (§5.2.2.3): those defined by RFC 9110 §15, less 304, which it never stores.
+    static let understoodStatuses: Set<Int> = Set(200...206).union(300...303).union([305, 307, 308])
         .union(400...417).union([421, 422, 426]).union(500...505)
 
     /// Whether `status` is heuristically cacheable (RFC 9110 §15.1).
@@ -57,7 +57,8 @@ enum CacheStorability {
         guard (200...599).contains(status.code) else { return .notStorable(.statusNotFinal) }
         let response = CacheControl(responseHeaders: responseHeaders)
         let understood = understoodStatuses.contains(status.code)
-        if status.code == 206 || status.code == 304 || (response.mustUnderstand && !understood) {
+        let unusablePartial = status.code == 206 && CachePartialContent.storableSpan(status: status, headers: responseHeaders) == nil
+        if unusablePartial || status.code == 304 || (response.mustUnderstand && !understood) {
             return .notStorable(.statusNotUnderstood)
         }
         if CacheControl(requestHeaders: requestHeaders).noStore { return .notStorable(.noStoreInRequest) }

@@ -67,6 +67,7 @@ extension NetworkOperation {
             addValidators(conditionalHeaders, for: entry)
             return false
         case .miss:
+            askForMissingPart(of: matching, requestHeaders: headers)
             return false
         case .unsatisfiable:
             if policy == .cacheOnly {
@@ -89,6 +90,19 @@ extension NetworkOperation {
             guard !CacheConditions.isConditional(storage.headers), !conditionalHeaders.isEmpty else { return }
             for field in conditionalHeaders { storage.headers.append(field) }
             storage.cache.addedValidators = true
+        }
+    }
+
+    /// A plain GET for which a partial response is stored: ask only for the bytes it lacks (RFC 9111
+    /// §3.4), with `If-Range` so that a changed representation comes back whole.
+    private func askForMissingPart(of matching: [CachedResponseEntry], requestHeaders: HTTPFields) {
+        guard method == .get, !CachePartialContent.hasRange(requestHeaders), !CacheConditions.isConditional(requestHeaders),
+            let partial = matching.filter({ $0.span != nil }).max(by: { $0.body.count < $1.body.count }),
+            let fields = CachePartialContent.completionRequest(for: partial)
+        else { return }
+        storage.withLockedValue { storage in
+            storage.cache.partial = partial
+            for field in fields { storage.headers.append(field) }
         }
     }
 
@@ -133,6 +147,9 @@ extension NetworkOperation {
             if response.statusCode == 304, !state.matching.isEmpty || state.entry != nil {
                 return .success(notModified(response, state: state, requestTime: requestTime, now: now, in: cache))
             }
+            if let partial = state.partial, response.statusCode == 206 {
+                return completed(partial, with: response, requestHeaders: headers, requestTime: requestTime, now: now, names: names, in: cache)
+            }
             if [500, 502, 503, 504].contains(response.statusCode),
                 let stale = fallback(state, headers: headers, failure: .error, now: now, cache: cache)
             {
@@ -140,7 +157,8 @@ extension NetworkOperation {
             }
             switch CacheStorability.verdict(requestMethod: method, requestHeaders: headers, status: response.status, responseHeaders: response.headers) {
             case .storable:
-                cache.store(entry(for: response, requestHeaders: headers, requestTime: requestTime, now: now, names: names))
+                let new = entry(for: response, requestHeaders: headers, requestTime: requestTime, now: now, names: names)
+                if let stored = partialToStore(new, matching: state.matching) { cache.store(stored) }
             case .notStorable(let reason):
                 context.configuration.logger.debug("courier response not stored", metadata: [
                     "courier-url": "\(response.url.redactedForLogs)", "courier-reason": "\(reason)",
@@ -179,6 +197,44 @@ extension NetworkOperation {
             return passedOn
         }
         return cachedResponse(served, age: age(of: served, now: now), omitBody: method == .head, outcome: .revalidated)
+    }
+
+    /// What to store for a new response: a 206 is combined with the stored part of the same variant
+    /// when they share a strong validator (RFC 9111 §3.4); a 206 never replaces a complete response
+    /// with that validator. Anything else is stored as it is.
+    private func partialToStore(_ new: CachedResponseEntry, matching: [CachedResponseEntry]) -> CachedResponseEntry? {
+        guard new.span != nil,
+            let existing = matching.first(where: {
+                $0.varySelectedHeaders == new.varySelectedHeaders && $0.credentialPartition == new.credentialPartition
+            })
+        else { return new }
+        if let combined = CachePartialContent.combine(existing, with: new) { return combined }
+        let keepsComplete = existing.span == nil && CachePartialContent.sameStrongValidator(existing.headers, new.headers)
+        return keepsComplete ? nil : new
+    }
+
+    /// The answer to a plain GET whose missing bytes were asked for: the stored part and the origin's
+    /// 206 combined into the complete 200 response (stored when it may be). A 206 that does not
+    /// complete the stored part fails the operation with ``NetworkError/Code/invalidResponse`` and the
+    /// stored part is forgotten, so the next request asks for everything.
+    private func completed(
+        _ partial: CachedResponseEntry, with response: NetworkResponse, requestHeaders: HTTPFields,
+        requestTime: Date, now: Date, names: Set<String>, in cache: ResponseCache
+    ) -> Result<NetworkResponse, NetworkError> {
+        let rest = entry(for: response, requestHeaders: requestHeaders, requestTime: requestTime, now: now, names: names)
+        guard let combined = CachePartialContent.combine(partial, with: rest), combined.span == nil else {
+            if let key = partial.cacheKey { cache.invalidate([key]) }
+            return .failure(NetworkError(
+                .invalidResponse, "the server's partial response (\(response.headers[.contentRange] ?? "no Content-Range")) does not complete the stored part",
+                url: response.url.absoluteString, response: response))
+        }
+        if case .storable = CacheStorability.verdict(requestMethod: method, requestHeaders: requestHeaders, status: .ok, responseHeaders: combined.headers) {
+            cache.store(combined)
+        }
+        cache.record(.miss)
+        var whole = NetworkResponse(status: .ok, headers: combined.headers, body: combined.body, url: response.url, originalURL: response.originalURL)
+        whole.cacheOutcome = .miss
+        return .success(whole)
     }
 
     /// The entry to store for a response, memory-only when a credential chose its variant
@@ -245,10 +301,17 @@ extension NetworkOperation {
         return response
     }
 
+    /// A stored response as served: for the application's `Range` request, the bytes it asked for as
+    /// a 206 (RFC 9111 §3.3, RFC 9110 §14.2).
     private func cachedResponse(_ entry: CachedResponseEntry, age: Int, omitBody: Bool, outcome: CacheOutcome) -> NetworkResponse {
+        let range = storage.withLockedValue { $0.cache.partial == nil ? CachePartialContent.requestedRange($0.headers) : nil }
+        var status = entry.status, headers = entry.headers, body = entry.body
+        if let range, let slice = CachePartialContent.slice(entry, range: range) {
+            (status, headers, body) = (.partialContent, slice.headers, slice.body)
+        }
         var response = NetworkResponse(
-            status: entry.status, headers: CacheServedHeaders.headers(for: entry, age: age),
-            body: omitBody ? Data() : entry.body, url: entry.url, originalURL: requestURL ?? entry.url, isCachedResponse: true)
+            status: status, headers: CacheServedHeaders.headers(stored: headers, age: age),
+            body: omitBody ? Data() : body, url: entry.url, originalURL: requestURL ?? entry.url, isCachedResponse: true)
         response.cacheOutcome = outcome
         return response
     }

@@ -17,6 +17,9 @@ extension NetworkOperation {
         /// Whether the cache added its own validators to the request (then a 304 is the cache's, not
         /// the application's).
         var addedValidators = false
+        /// A stored partial response (RFC 9111 §3.4) whose missing bytes the request asks for with the
+        /// `Range` and `If-Range` the cache added; the answer combines them into the complete response.
+        var partial: CachedResponseEntry?
         /// Whether a stored response was already delivered ahead of the network (cached-then-fresh):
         /// a disconnection then reports the failure instead of delivering it again.
         var deliveredCached = false
