@@ -27,9 +27,9 @@ struct CacheCommand: ParsableCommand {
         func run() throws {
             let cache = CacheCommand.openCache(options.cacheDir)
             let statistics = cache.statistics
-            print("directory: \(cache.directory?.path ?? "-")")
-            print("responses: \(statistics.diskEntries)")
-            print("bytes: \(statistics.diskBytes)")
+            StandardStream.standardOutput.line("directory: \(cache.directory?.path ?? "-")")
+            StandardStream.standardOutput.line("responses: \(statistics.diskEntries)")
+            StandardStream.standardOutput.line("bytes: \(statistics.diskBytes)")
         }
     }
 
@@ -40,7 +40,7 @@ struct CacheCommand: ParsableCommand {
         func run() throws {
             let cache = CacheCommand.openCache(options.cacheDir)
             cache.removeAll()
-            print("cleared \(cache.directory?.path ?? "-")")
+            StandardStream.standardOutput.line("cleared \(cache.directory?.path ?? "-")")
         }
     }
 }

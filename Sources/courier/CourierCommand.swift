@@ -8,7 +8,8 @@ struct CourierCommand: AsyncParsableCommand {
         abstract: "An HTTP client built on Courier, and a tour of its shared queue.",
         discussion: """
             Exit codes: 0 for a 1xx-3xx answer, 4 for 4xx, 5 for 5xx, 1 for network and other errors, \
-            2 for bad usage.
+            2 for bad usage (an invalid URL, header or option), 23 when the reader of the output has gone \
+            (a closed pipe, as with 'courier get URL | head').
             """,
         version: "courier 0.1.0",
         subcommands: [GetCommand.self, PostCommand.self, CacheCommand.self, OutboxCommand.self, ReachabilityCommand.self, DemoCommand.self]
@@ -26,6 +27,7 @@ struct CLIFailure: Error {
 @main
 enum Main {
     static func main() async {
+        StandardStream.ignoreBrokenPipeSignal()
         let status = await run(Array(CommandLine.arguments.dropFirst()))
         exit(status)
     }
@@ -47,7 +49,7 @@ enum Main {
             return exit.rawValue
         } catch {
             if CourierCommand.exitCode(for: error) == .success {
-                print(CourierCommand.fullMessage(for: error))
+                StandardStream.standardOutput.line(CourierCommand.fullMessage(for: error))
                 return 0
             }
             let message = CourierCommand.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid usage"
@@ -58,6 +60,6 @@ enum Main {
 
     static func printError(_ message: String) {
         let line = "courier: error: " + message.replacingOccurrences(of: "\n", with: " ") + "\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        StandardStream.standardError.write(line)
     }
 }

@@ -40,7 +40,7 @@ struct Demo {
     }
 
     func say(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        StandardStream.standardOutput.line(line)
     }
 
     private func concurrencyLimit(_ engine: NetworkEngine, _ server: TestServer) async throws {

@@ -5,7 +5,7 @@ import Courier
 struct GetCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
-        abstract: "Send a GET request and print the response body (JSON pretty-printed).")
+        abstract: "Send a GET request and print the response body (JSON pretty-printed at a terminal or with --pretty).")
 
     @OptionGroup var options: RequestOptions
 

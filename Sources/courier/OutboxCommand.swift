@@ -45,14 +45,22 @@ struct OutboxCommand: AsyncParsableCommand {
 
     struct Flush: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "flush", abstract: "Send now, in order, what can be sent; print each outcome. Exit 1 if anything is left pending.")
+            commandName: "flush", abstract: "Send now, in order, what can be sent; print each outcome. Exit 1 if anything is left pending.",
+            discussion: """
+                The outbox never keeps credentials (Authorization, Cookie, X-API-Key...): give them again with -H; \
+                each -H field is added to every request this flush sends.
+                """)
         @OptionGroup var options: DataDirectoryOption
+
+        @Option(name: .customShort("H"), help: ArgumentHelp("A header added to every request sent, 'Name: value'. Repeatable.", valueName: "header"))
+        var headers: [String] = []
 
         func run() async throws {
             try await flush()
         }
 
         nonisolated func flush() async throws {
+            let fields = try RequestOptions.fields(RequestOptions.parse(headers))
             let outbox = try options.open()
             let origins = Set(outbox.entries.filter { $0.state == .pending }.map { OutboxCommand.origin(of: $0.url) })
             for origin in origins.sorted() {
@@ -61,8 +69,11 @@ struct OutboxCommand: AsyncParsableCommand {
                     $0.replaysOutbox = false
                     $0.timeouts.connect = .seconds(5)
                     $0.timeouts.read = .seconds(30)
+                    // A replay gets these just before it goes out, replacing fields of the same name; as a
+                    // credential provider's fields they count as sensitive (masked, never written to the outbox).
+                    if !fields.isEmpty { $0.credentialProvider = { _ in fields } }
                 }, queue: NetworkQueue())
-                for event in await engine.flushOutbox() { print(OutboxCommand.describe(event)) }
+                for event in await engine.flushOutbox() { StandardStream.standardOutput.line(OutboxCommand.describe(event)) }
             }
             let left = outbox.entries.filter { $0.state == .pending }.count
             if left > 0 { throw CLIFailure(exitCode: 1, message: "\(left) frozen request(s) still pending") }

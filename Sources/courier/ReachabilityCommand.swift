@@ -43,6 +43,6 @@ struct ReachabilityCommand: AsyncParsableCommand {
 
     /// One line on standard output, written at once (not buffered), so a reader sees each change as it happens.
     private static func write(_ status: ReachabilityStatus) {
-        FileHandle.standardOutput.write(Data((status.description + "\n").utf8))
+        StandardStream.standardOutput.line(status.description)
     }
 }

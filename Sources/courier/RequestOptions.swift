@@ -22,21 +22,66 @@ struct RequestOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The cache directory (implies --cache; default: the platform cache directory).", valueName: "dir"))
     var cacheDir: String?
 
+    @Flag(help: "Pretty-print JSON (and end text with a newline) even when standard output is not a terminal.")
+    var pretty = false
+
+    @Flag(help: "Write the body exactly as received even to a terminal (binary bodies are still not shown there).")
+    var raw = false
+
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Write the body, as received, to this file.", valueName: "file"))
+    var output: String?
+
+    /// `--pretty`, `--raw` or neither.
+    var format: ResponsePrinter.Format { pretty ? .pretty : raw ? .raw : .automatic }
+
     /// The headers as name/value pairs; a malformed one is a usage error.
-    func parsedHeaders() throws -> [(String, String)] {
-        try headers.map { header in
+    func parsedHeaders() throws(CLIFailure) -> [(String, String)] {
+        try Self.parse(headers)
+    }
+
+    /// `Name: value` strings as name/value pairs; a malformed one is a usage error.
+    static func parse(_ headers: [String]) throws(CLIFailure) -> [(String, String)] {
+        var parsed: [(String, String)] = []
+        for header in headers {
             guard let colon = header.firstIndex(of: ":"), colon != header.startIndex else {
                 throw CLIFailure.usage("header '\(header)' is not 'Name: value'")
             }
-            return (String(header[..<colon]), String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces))
+            parsed.append((String(header[..<colon]), String(header[header.index(after: colon)...]).trimmingCharacters(in: .whitespaces)))
         }
+        return parsed
+    }
+
+    /// Checks what can be checked before anything is sent; a problem is a usage error (exit 2).
+    func checkUsage() throws(CLIFailure) {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            parsed.host?.isEmpty == false
+        else {
+            throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL")
+        }
+        if let timeout, !(timeout > 0 && timeout.isFinite) {
+            throw CLIFailure.usage("--timeout must be a positive number of seconds")
+        }
+        if pretty && raw { throw CLIFailure.usage("use either --pretty or --raw, not both") }
+        _ = try Self.fields(parsedHeaders())
+    }
+
+    /// Header fields from name/value pairs; an invalid name, or a value with a line break or another
+    /// control character (a header injection), is a usage error.
+    static func fields(_ headers: [(String, String)]) throws(CLIFailure) -> HTTPFields {
+        var fields = HTTPFields()
+        for (name, value) in headers {
+            guard let fieldName = HTTPField.Name(name) else { throw CLIFailure.usage("'\(name)' is not a valid header name") }
+            guard !value.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F }) else {
+                throw CLIFailure.usage("the value of header '\(name)' contains a line break or another control character")
+            }
+            fields.append(HTTPField(name: fieldName, value: value))
+        }
+        return fields
     }
 
     /// An engine for this one request: every status is a response (the exit code tells them apart).
     func makeEngine(_ adjust: (inout NetworkEngine.Configuration) -> Void = { _ in }) throws -> NetworkEngine {
-        if let timeout, !(timeout > 0 && timeout.isFinite) {
-            throw CLIFailure.usage("--timeout must be a positive number of seconds")
-        }
+        try checkUsage()
         let responseCache = (cache || cacheDir != nil) ? CacheCommand.openCache(cacheDir) : nil
         let configuration = NetworkEngine.Configuration {
             $0.cache = responseCache
@@ -53,7 +98,8 @@ struct RequestOptions: ParsableArguments {
 
     /// Sends the operation, prints the answer, and turns the outcome into the exit status.
     func run(_ operation: NetworkOperation, on engine: NetworkEngine) async throws {
-        for (name, value) in try parsedHeaders() { operation.setHeader(value, forName: name) }
+        let headers = try parsedHeaders()
+        for (name, value) in headers { operation.setHeader(value, forName: name) }
         let response: NetworkResponse
         do {
             if operation.isFreezable {
@@ -62,7 +108,8 @@ struct RequestOptions: ParsableArguments {
                 engine.enqueue(operation)
                 for await event in events {
                     if case .frozen(let entry) = event {
-                        print("frozen \(entry.id)")
+                        StandardStream.standardOutput.line("frozen \(entry.id)")
+                        warnAboutUnkept(headers.map(\.0), sensitiveNames: engine.configuration.sensitiveHeaderNames)
                         return
                     }
                 }
@@ -73,14 +120,39 @@ struct RequestOptions: ParsableArguments {
         }
         // The cache writes to disk on its own queue: the process must not exit before it has.
         await engine.configuration.cache?.synchronize()
-        ResponsePrinter.print(response, includeHead: include)
+        try ResponsePrinter.print(
+            response, includeHead: include, format: format, bodyFile: output.map { URL(fileURLWithPath: $0) })
         if let outcome = response.cacheOutcome {
-            FileHandle.standardError.write(Data("courier: cache \(outcome.rawValue)\n".utf8))
+            StandardStream.standardError.line("courier: cache \(outcome.rawValue)")
         }
         switch response.statusCode {
         case 400..<500: throw CLIFailure(exitCode: 4, message: "")
         case 500..<600: throw CLIFailure(exitCode: 5, message: "")
         default: return
         }
+    }
+
+    /// The outbox never keeps credentials: says on stderr which of the `-H` fields a frozen request lost
+    /// and how to give them back when it is flushed.
+    /// - Parameters:
+    ///   - names: The names of the `-H` fields.
+    ///   - sensitiveNames: The engine's ``NetworkEngine/Configuration/sensitiveHeaderNames``.
+    func warnAboutUnkept(_ names: [String], sensitiveNames: Set<String>) {
+        let unkept = Self.unkeptHeaderNames(names, sensitiveNames: sensitiveNames)
+        guard !unkept.isEmpty else { return }
+        let flags = unkept.map { "-H '\($0): ...'" }.joined(separator: " ")
+        StandardStream.standardError.line(
+            "courier: the outbox does not keep \(unkept.joined(separator: ", ")) (credentials are never written to disk); "
+                + "give \(unkept.count == 1 ? "it" : "them") again when flushing: courier outbox flush \(flags)")
+    }
+
+    /// The names among `names` that the outbox does not keep, each once, in order.
+    /// - Parameters:
+    ///   - names: Header names as given on the command line.
+    ///   - sensitiveNames: The engine's sensitive names; `Authorization`, `Proxy-Authorization` and `Cookie` always count.
+    static func unkeptHeaderNames(_ names: [String], sensitiveNames: Set<String>) -> [String] {
+        let sensitive = Set(sensitiveNames.map { $0.lowercased() }).union(["authorization", "proxy-authorization", "cookie"])
+        var seen = Set<String>()
+        return names.filter { sensitive.contains($0.lowercased()) && seen.insert($0.lowercased()).inserted }
     }
 }

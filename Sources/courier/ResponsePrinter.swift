@@ -1,21 +1,99 @@
 import Courier
 import Foundation
 
-/// Writes a response to standard output, httpie style.
+/// Writes a response to standard output, httpie style: formatted for a person at a terminal, the bytes
+/// as received for a pipe or a file.
 enum ResponsePrinter {
-    static func print(_ response: NetworkResponse, includeHead: Bool) {
-        var output = Data()
-        if includeHead {
-            var head = "HTTP/1.1 \(response.statusCode) \(response.status.reasonPhrase)\n"
-            for field in response.headers { head += "\(field.name): \(field.value)\n" }
-            output.append(Data((head + "\n").utf8))
-        }
-        output.append(body(of: response))
-        FileHandle.standardOutput.write(output)
+    /// What the command line asked for (`--pretty`, `--raw`, or neither).
+    enum Format: Sendable, Equatable {
+        /// Formatted at a terminal, the bytes as received otherwise.
+        case automatic
+        /// Formatted wherever the output goes (`--pretty`).
+        case pretty
+        /// The bytes as received wherever the output goes (`--raw`).
+        case raw
     }
 
-    /// JSON pretty-printed with sorted keys; anything else as received.
-    static func body(of response: NetworkResponse) -> Data {
+    /// How a body is written.
+    enum Rendering: Sendable, Equatable {
+        /// The bytes as received, nothing added.
+        case raw
+        /// JSON pretty-printed with sorted keys; other text as received, ending with a newline.
+        case formatted
+        /// One line saying what the body is, in place of bytes that would garble a terminal.
+        case binaryNotice
+    }
+
+    /// Chooses how to write a body. Binary never goes to a terminal, whatever was asked.
+    /// - Parameters:
+    ///   - format: What the command line asked for.
+    ///   - toTerminal: Whether standard output is a terminal.
+    ///   - isText: Whether the body is text (see ``isText(_:mediaType:decodes:)``).
+    static func rendering(format: Format, toTerminal: Bool, isText: Bool) -> Rendering {
+        if toTerminal && !isText { return .binaryNotice }
+        switch format {
+        case .raw: return .raw
+        case .pretty: return .formatted
+        case .automatic: return toTerminal ? .formatted : .raw
+        }
+    }
+
+    /// Whether a body is text: no NUL byte, decodable in its charset, and a text-like media type (or none).
+    /// - Parameters:
+    ///   - body: The bytes.
+    ///   - mediaType: The lowercased media type of `Content-Type`, without parameters, if any.
+    ///   - decodes: Whether the charset of `Content-Type` (UTF-8 when none is named) decodes the bytes.
+    static func isText(_ body: Data, mediaType: String?, decodes: Bool) -> Bool {
+        if body.isEmpty { return true }
+        if body.contains(0) || !decodes { return false }
+        return mediaType.map(isTextLike) ?? true
+    }
+
+    /// `text/*`, JSON, XML, JavaScript, forms, YAML and the like.
+    static func isTextLike(_ mediaType: String) -> Bool {
+        let textual: Set<String> = [
+            "application/json", "application/xml", "application/javascript", "application/ecmascript",
+            "application/x-www-form-urlencoded", "application/x-ndjson", "application/ld+json", "application/yaml",
+            "application/x-yaml", "application/toml", "application/graphql", "application/sql", "message/http",
+        ]
+        return mediaType.hasPrefix("text/") || mediaType.hasSuffix("+json") || mediaType.hasSuffix("+xml")
+            || textual.contains(mediaType)
+    }
+
+    /// Writes the head (if asked) and the body to standard output.
+    /// - Parameters:
+    ///   - response: The response.
+    ///   - includeHead: Whether to write the status line and the header fields first.
+    ///   - format: What the command line asked for.
+    ///   - bodyFile: Where to write the body instead (`-o FILE`), as received.
+    static func print(_ response: NetworkResponse, includeHead: Bool, format: Format, bodyFile: URL? = nil) throws(CLIFailure) {
+        let output = StandardStream.standardOutput
+        if includeHead { output.write(head(of: response)) }
+        if let bodyFile {
+            do {
+                try response.body.write(to: bodyFile)
+            } catch {
+                throw CLIFailure(exitCode: 1, message: "cannot write \(bodyFile.path): \(error.localizedDescription)")
+            }
+            return
+        }
+        let isText = isText(response.body, mediaType: response.mediaType, decodes: response.string != nil)
+        switch rendering(format: format, toTerminal: output.isTerminal, isText: isText) {
+        case .raw: output.write(response.body)
+        case .formatted: output.write(formatted(response))
+        case .binaryNotice: output.line(binaryNotice(byteCount: response.body.count, mediaType: response.mediaType))
+        }
+    }
+
+    /// The status line and header fields, then a blank line.
+    static func head(of response: NetworkResponse) -> String {
+        var head = "HTTP/1.1 \(response.statusCode) \(response.status.reasonPhrase)\n"
+        for field in response.headers { head += "\(field.name): \(field.value)\n" }
+        return head + "\n"
+    }
+
+    /// JSON pretty-printed with sorted keys; anything else as received, ending with a newline if it is text.
+    static func formatted(_ response: NetworkResponse) -> Data {
         let isJSON = response.mediaType.map { $0 == "application/json" || $0.hasSuffix("+json") } ?? false
         if isJSON, let object = try? response.json(),
             var pretty = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed])
@@ -26,5 +104,17 @@ enum ResponsePrinter {
         var body = response.body
         if let last = body.last, last != 0x0A, response.string != nil { body.append(0x0A) }
         return body
+    }
+
+    /// `[binary body: 12,345 bytes, image/png — use -o FILE or pipe it]`.
+    static func binaryNotice(byteCount: Int, mediaType: String?) -> String {
+        var digits = String(byteCount)
+        var grouped = ""
+        while digits.count > 3 {
+            grouped = "," + digits.suffix(3) + grouped
+            digits.removeLast(3)
+        }
+        let type = mediaType.map { ", \($0)" } ?? ""
+        return "[binary body: \(digits + grouped) bytes\(type) — use -o FILE or pipe it]"
     }
 }

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 import NIOCore
 import NIOPosix
 import NIOHTTP1
@@ -52,13 +53,16 @@ extension AsyncHTTPClientTransport {
         if let error = error as? IOError {
             switch error.errnoCode {
             case ECONNREFUSED:
-                return NetworkError(.cannotConnect, "the connection was refused (nothing listens on that port)", url: url, underlying: error)
+                return NetworkError(
+                    .cannotConnect, "could not connect to \(endpoint(of: url)): \(refused)", url: url, underlying: error)
             case EHOSTUNREACH, ENETUNREACH, EADDRNOTAVAIL:
-                return NetworkError(.cannotConnect, "could not connect: \(String(cString: strerror(error.errnoCode)))", url: url, underlying: error)
+                return NetworkError(
+                    .cannotConnect, "could not connect to \(endpoint(of: url)): \(reason(error.errnoCode))", url: url, underlying: error)
             case ETIMEDOUT:
                 return NetworkError(.timeout, "the connection timed out", url: url, underlying: error)
             default:
-                return NetworkError(.connectionLost, "the connection failed: \(error)", url: url, underlying: error)
+                // NIO's own description ("connection reset (error set): ... (errno: 104)") names its syscall, not the problem.
+                return NetworkError(.connectionLost, "the connection failed: \(reason(error.errnoCode))", url: url, underlying: error)
             }
         }
         if let error = error as? ChannelError {
@@ -109,18 +113,33 @@ extension AsyncHTTPClientTransport {
         }
     }
 
+    /// What a refused connection means, for messages.
+    private static let refused = "connection refused (nothing listens on that port)"
+
     /// A one-line reason for a failed connection: "refused" when the host answered that nothing listens.
     static func connectFailure(_ error: NIOConnectionError) -> String {
         let errors = error.connectionErrors.map(\.error)
         if errors.contains(where: { ($0 as? IOError)?.errnoCode == ECONNREFUSED }) {
-            return "the connection to \(error.host):\(error.port) was refused (nothing listens on that port)"
+            return "could not connect to \(error.host):\(error.port): \(refused)"
         }
         if let dns = error.dnsAError ?? error.dnsAAAAError {
             return "could not resolve \(error.host): \(dns)"
         }
         if let first = errors.first as? IOError {
-            return "could not connect to \(error.host):\(error.port): \(String(cString: strerror(first.errnoCode)))"
+            return "could not connect to \(error.host):\(error.port): \(reason(first.errnoCode))"
         }
         return "could not connect to \(error.host):\(error.port)"
+    }
+
+    /// `strerror` in lower case, as the end of a message: "connection refused", "network is unreachable".
+    static func reason(_ errnoCode: Int32) -> String {
+        String(cString: strerror(errnoCode)).lowercased()
+    }
+
+    /// `host:port` of a request URL (the scheme's default port when none is given), for messages.
+    static func endpoint(of url: String) -> String {
+        guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else { return "the server" }
+        let port = components.port ?? (components.scheme?.lowercased() == "https" ? 443 : 80)
+        return (host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host) + ":\(port)"
     }
 }
