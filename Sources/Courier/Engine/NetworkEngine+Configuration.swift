@@ -7,10 +7,10 @@ extension NetworkEngine {
     /// Everything about how an engine's operations behave on the wire.
     ///
     /// ```swift
-    /// let engine = NetworkEngine(host: "api.example.com", apiPath: "v2") {
+    /// let engine = NetworkEngine(host: "api.example.com", apiPath: "v2", configuration: .init {
     ///     $0.timeouts.read = .seconds(20)
     ///     $0.acceptableContentTypes = ["application/json"]
-    /// }
+    /// })
     /// ```
     public struct Configuration: Sendable {
         /// Connect, read and total timeouts.
@@ -31,10 +31,12 @@ extension NetworkEngine {
         /// The queue closure handlers are called on, in order for each operation. A shared serial
         /// queue by default; pass `.main` to update UI directly.
         public var callbackQueue: DispatchQueue = .courierCallbacks
-        /// The `User-Agent` sent with every request; `Courier/<version> (<OS>)` by default.
-        public var userAgent: String = DefaultHeaders.userAgent(version: CourierLibrary.version)
-        /// The `Accept-Language` sent with every request; built from the user's preferred languages by default.
-        public var acceptLanguage: String = DefaultHeaders.acceptLanguage
+        /// The `User-Agent` sent with every request; `Courier/<version> (<OS>)` by default, `nil` for none.
+        public var userAgent: String? = DefaultHeaders.userAgent(version: CourierLibrary.version)
+        /// The `Accept-Language` sent with every request; built from the user's preferred languages by
+        /// default, `nil` for none. A server that answers with `Vary: Accept-Language` stores one response per
+        /// value, so an API whose content does not depend on the language is better served without it.
+        public var acceptLanguage: String? = DefaultHeaders.acceptLanguage
         /// The HTTP cache, shared by the engines given it; `nil` (the default) means no caching.
         public var cache: ResponseCache?
         /// How operations use ``cache`` unless they set their own; the HTTP rules by default.

@@ -95,6 +95,7 @@ public final class NetworkEngine: Sendable {
         var fields = HTTPFields()
         var headerError: NetworkError?
         let defaults = [("User-Agent", configuration.userAgent), ("Accept-Language", configuration.acceptLanguage)]
+            .compactMap { name, value in value.map { (name, $0) } }
         for (name, value) in defaults + headers.sorted(by: { $0.key < $1.key }) {
             switch HeaderValidation.field(name: name, value: value) {
             case .success(let field): fields[field.name] = field.value

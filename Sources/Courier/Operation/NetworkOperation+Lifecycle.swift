@@ -79,7 +79,9 @@ extension NetworkOperation {
     func preparedRequest() -> PreparedRequest {
         storage.withLockedValue { storage in
             if let prepared = storage.prepared { return prepared }
-            var prepared = makePreparedRequest(headers: storage.headers, redirects: storage.redirects, decompression: storage.decompression)
+            var prepared = makePreparedRequest(
+                headers: storage.headers, redirects: storage.redirects, decompression: storage.decompression,
+                timeouts: storage.timeouts ?? context.configuration.timeouts)
             prepared.reportsInformational = !storage.handlers.informational.isEmpty
             storage.prepared = prepared
             return prepared
@@ -109,7 +111,9 @@ extension NetworkOperation {
         storage.withLockedValue { $0.sentSensitiveNames } ?? context.sensitiveNames
     }
 
-    private func makePreparedRequest(headers: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?) -> PreparedRequest {
+    private func makePreparedRequest(
+        headers: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?, timeouts: NetworkEngine.Timeouts
+    ) -> PreparedRequest {
         let configuration = context.configuration
         return PreparedRequest(
             method: method,
@@ -117,12 +121,12 @@ extension NetworkOperation {
             headers: headers,
             body: body,
             options: TransportOptions(
-                connectTimeout: configuration.timeouts.connect,
-                readTimeout: configuration.timeouts.read,
+                connectTimeout: timeouts.connect,
+                readTimeout: timeouts.read,
                 decompression: decompression ?? configuration.decompression),
             redirects: redirects ?? configuration.redirects,
             maximumBodySize: configuration.maximumResponseBodySize,
-            totalTimeout: configuration.timeouts.total,
+            totalTimeout: timeouts.total,
             logger: configuration.logger,
             sensitiveNames: context.sensitiveNames)
     }

@@ -88,6 +88,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         /// The operation's own redirect policy and decompression, if they override its engine's.
         var redirects: RedirectPolicy?
         var decompression: Decompression?
+        var timeouts: NetworkEngine.Timeouts?
         /// Freezing (see NetworkOperation+Freezing).
         var isFreezable = false
         var connectivityTimeout: Duration?
@@ -175,7 +176,29 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         return self
     }
 
-    /// Sets several headers at once (MKNetworkKit's `addHeaders:`).
+    /// Adds a field line, keeping those of the same name already set: for fields that may repeat
+    /// (`Accept`, `Cache-Control`, `Forwarded`, an API's own list fields). Validated as ``setHeader(_:forName:)``.
+    /// ```swift
+    /// operation.appendHeader("text/html", forName: "Accept").appendHeader("application/json;q=0.9", forName: "Accept")
+    /// ```
+    /// - Parameters:
+    ///   - value: The value of the new line.
+    ///   - name: The header name.
+    /// - Returns: The operation, for chaining.
+    @discardableResult
+    public func appendHeader(_ value: String, forName name: String) -> Self {
+        storage.withLockedValue { storage in
+            guard storage.machine.state == .ready else { return }
+            switch HeaderValidation.field(name: name, value: value) {
+            case .success(let field): storage.headers.append(field)
+            case .failure(let error): storage.headerError = storage.headerError ?? error
+            }
+        }
+        return self
+    }
+
+    /// Sets several headers at once (MKNetworkKit's `addHeaders:`); each replaces any of its name
+    /// (use ``appendHeader(_:forName:)`` for repeated fields).
     /// - Parameter headers: Names and values.
     /// - Returns: The operation, for chaining.
     @discardableResult
@@ -227,6 +250,15 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     public var decompression: Decompression {
         get { storage.withLockedValue { $0.decompression } ?? context.configuration.decompression }
         set { storage.withLockedValue { if $0.machine.state == .ready { $0.decompression = newValue } } }
+    }
+
+    /// This operation's connect, read and total timeouts: its own, or its engine's. Set before
+    /// enqueueing. The total timeout bounds the whole exchange (head, body, redirects); the outbox
+    /// replays a frozen request under its engine's timeouts (they are not written to the outbox). Connect and read timeouts are settings of a connection pool
+    /// in async-http-client: each distinct pair gets its own pool, so prefer a few shared values.
+    public var timeouts: NetworkEngine.Timeouts {
+        get { storage.withLockedValue { $0.timeouts } ?? context.configuration.timeouts }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.timeouts = newValue } } }
     }
 
     // MARK: State

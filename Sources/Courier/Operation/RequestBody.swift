@@ -43,9 +43,10 @@ public struct RequestBody: Sendable {
     /// Raw bytes with a content type.
     /// - Parameters:
     ///   - data: The bytes.
-    ///   - contentType: Their media type; `application/octet-stream` by default.
+    ///   - contentType: Their media type; `application/octet-stream` (bytes of no known type, RFC 9110
+    ///     §8.3) by default; `nil` sends no `Content-Type` at all.
     /// - Returns: The body.
-    public static func data(_ data: Data, contentType: String = "application/octet-stream") -> RequestBody {
+    public static func data(_ data: Data, contentType: String? = "application/octet-stream") -> RequestBody {
         RequestBody(storage: .bytes(data), contentType: contentType)
     }
 

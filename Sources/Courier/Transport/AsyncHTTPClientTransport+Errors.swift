@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HTTPTypes
 import NIOCore
 import NIOPosix
 import NIOHTTP1
@@ -7,6 +8,26 @@ import NIOHTTPCompression
 import NIOSSL
 
 extension AsyncHTTPClientTransport {
+    /// Whether `error`, thrown before any response head, is the race of a server closing a kept-alive
+    /// connection just as it is reused: the channel was already closed, the server closed it without
+    /// answering, or reset it (async-http-client does not resend such a request itself: its connection
+    /// pool only drops the dead connection).
+    static func isStaleConnection(_ error: any Error) -> Bool {
+        if let error = error as? ChannelError, error == .ioOnClosedChannel { return true }
+        if let error = error as? HTTPClientError, error == .remoteConnectionClosed { return true }
+        if let error = error as? IOError { return error.errnoCode == ECONNRESET || error.errnoCode == EPIPE }
+        return false
+    }
+
+    /// Whether a request that met a stale connection may be sent again, as curl and OkHttp do: always
+    /// when nothing was written (the channel was closed before it), otherwise only when repeating it is
+    /// harmless: an idempotent method (RFC 9110 §9.2.2) or an `Idempotency-Key`.
+    static func mayResend(_ request: TransportRequest, after error: any Error) -> Bool {
+        if let error = error as? ChannelError, error == .ioOnClosedChannel { return true }
+        let idempotent: Set<HTTPRequest.Method> = [.get, .head, .options, .put, .delete, .trace]
+        return idempotent.contains(request.method) || request.headers[HTTPField.Name("Idempotency-Key")!] != nil
+    }
+
     /// Classifies an error from async-http-client or SwiftNIO as a ``NetworkError``.
     static func networkError(for error: any Error, url: String) -> NetworkError {
         if let error = error as? NetworkError { return error }

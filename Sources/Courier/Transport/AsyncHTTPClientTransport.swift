@@ -69,8 +69,18 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
         let deadline = request.deadline.map(NIODeadline.init(_:)) ?? .distantFuture
         do {
-            let response = try await client(for: request.options)
-                .execute(clientRequest, deadline: deadline, logger: request.logger)
+            let response: HTTPClientResponse
+            do {
+                response = try await client(for: request.options).execute(clientRequest, deadline: deadline, logger: request.logger)
+            } catch where Self.isStaleConnection(error) && Self.mayResend(request, after: error) {
+                // A pooled connection the server closed as we reused it: once more, on another connection
+                // (the dead one has left the pool). Not a retry attempt of the caller's: nothing was answered.
+                request.logger.debug("courier resending on a new connection", metadata: [
+                    "courier-url": "\(request.url.redactedForLogs)", "courier-error": "\(error)",
+                ])
+                if let body = request.body { clientRequest.body = Self.requestBody(body, progress: request.didSendBodyBytes) }
+                response = try await client(for: request.options).execute(clientRequest, deadline: deadline, logger: request.logger)
+            }
             var headers = HTTPFields()
             headers.reserveCapacity(response.headers.count)
             for (name, value) in response.headers {

@@ -17,8 +17,34 @@ struct RequestExecutor: Sendable {
 
     let transport: any HTTPTransport
 
+    /// Runs the flight. A total timeout bounds all of it (head, body, redirects) whatever the transport
+    /// does with its own deadline: when it runs out the flight is cancelled and the answer is
+    /// ``NetworkError/Code/timeout``.
     func run(_ request: PreparedRequest, progress: ProgressSink = ProgressSink()) async -> Result<NetworkResponse, NetworkError> {
-        let deadline = request.totalTimeout.map { ContinuousClock.now + $0 }
+        guard let total = request.totalTimeout else { return await flight(request, deadline: nil, progress: progress) }
+        let deadline = ContinuousClock.now + total
+        return await withTaskGroup(of: Result<NetworkResponse, NetworkError>?.self) { group in
+            group.addTask { await flight(request, deadline: deadline, progress: progress) }
+            group.addTask {
+                // Returns nil when the flight ended first (this sleep is then cancelled).
+                guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return nil }
+                return .failure(NetworkError(
+                    .timeout, "the request took longer than its total timeout of \(total)", url: request.url.absoluteString))
+            }
+            var answer: Result<NetworkResponse, NetworkError> = .failure(.cancelled(url: request.url.absoluteString))
+            for await result in group {
+                guard let result else { continue }
+                answer = result
+                break
+            }
+            group.cancelAll()
+            return answer
+        }
+    }
+
+    private func flight(
+        _ request: PreparedRequest, deadline: ContinuousClock.Instant?, progress: ProgressSink
+    ) async -> Result<NetworkResponse, NetworkError> {
         var redirects = RedirectStateMachine(request: request)
         do {
             while true {
