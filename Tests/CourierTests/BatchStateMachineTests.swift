@@ -24,6 +24,17 @@ struct BatchStateMachineTests {
         #expect(r4 == .init(), "late events are ignored")
     }
 
+    @Test func withProbedSizesTheFirstProgressAlreadyHasTheExactTotal() {
+        var machine = BatchStateMachine(cancelsAllOnFailure: false)
+        for n in 1...2 { _ = machine.add(op(n)) }
+        #expect(machine.go(probingSizes: true).progress == nil, "nothing before the sizes are known")
+        #expect(machine.learnedSize(100, of: op(1)).progress == nil)
+        #expect(machine.learnedSize(50, of: op(2)).progress == nil)
+        #expect(machine.sizesProbed().progress == TransferProgress(completedBytes: 0, totalBytes: 150))
+        #expect(machine.received(TransferProgress(completedBytes: 10, totalBytes: 100), by: op(1)).progress?.totalBytes == 150)
+        #expect(machine.sizesProbed() == .init(), "only once")
+    }
+
     @Test func theFirstFailureCancelsTheRestOnce() {
         var machine = BatchStateMachine(cancelsAllOnFailure: true)
         for n in 1...4 { _ = machine.add(op(n)) }

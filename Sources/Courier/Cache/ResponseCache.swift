@@ -8,7 +8,11 @@ import NIOConcurrencyHelpers
 /// let engine = NetworkEngine(host: "api.example.com", configuration: .init { $0.cache = cache })
 /// ```
 /// Responses live in memory and, unless `directory` is `nil`, on disk (written through), each tier
-/// bounded by bytes with least-recently-used eviction; the disk tier survives restarts. Entries are
+/// bounded by bytes with least-recently-used eviction; the disk tier survives restarts. **By default the
+/// disk tier is the user's persistent cache directory** (``defaultDirectory``, shared by every process
+/// that uses the default): pass `directory: nil` for a cache that lives in memory only, or a directory
+/// of your own. A response that carries `Set-Cookie` is kept in memory only (a cookie is never written
+/// to disk), and is served with the field, as every other stored field. Entries are
 /// filed by normalised URL, with several variants per URL for `Vary`, and partitioned by a digest of
 /// the request's credentials (never the credentials themselves). Safe to use from any thread, and the
 /// disk tier from several processes.

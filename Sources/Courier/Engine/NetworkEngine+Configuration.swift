@@ -84,6 +84,10 @@ extension NetworkEngine {
         /// configuration.sensitiveHeaderNames.insert("X-Session")
         /// ```
         public var sensitiveHeaderNames: Set<String> = SensitiveHeaders.defaultNames
+        /// Names of query items and body fields (form or JSON, at any depth; lowercase) whose values
+        /// ``NetworkOperation/curlCommand`` masks: `password`, `secret`, `token`, `access_token`, `api_key`,
+        /// `key`, `signature` and similar by default. Logs never show a query at all.
+        public var sensitiveParameterNames: Set<String> = SensitiveParameters.defaultNames
         /// How frozen requests are retried.
         public var outboxRetry = OutboxRetry()
         /// Whether freezable operations also freeze when their first attempt is answered `503` or `429`

@@ -70,7 +70,9 @@ extension NetworkOperation {
     ///
     /// The credential provider's fields are included (asked now), and every credential is masked:
     /// `Authorization` and `Proxy-Authorization` keep only their scheme, `Cookie` only the cookie names,
-    /// the other ``NetworkEngine/Configuration/sensitiveHeaderNames`` and provider fields show `***`.
+    /// the other ``NetworkEngine/Configuration/sensitiveHeaderNames`` and provider fields show `***`, and
+    /// so do the query items and form or JSON body fields named in
+    /// ``NetworkEngine/Configuration/sensitiveParameterNames`` (`password`, `api_key`, `token`, ...).
     public var curlCommand: String {
         var parts = ["curl"]
         if method == .head {
@@ -78,14 +80,21 @@ extension NetworkOperation {
         } else if method != .get || body != nil {
             parts += ["-X", ShellQuoting.quote(method.rawValue)]
         }
-        parts.append(ShellQuoting.quote(urlString))
+        let secretParameters = context.configuration.sensitiveParameterNames
+        parts.append(ShellQuoting.quote(SensitiveParameters.masked(url: urlString, names: secretParameters)))
         let credentials = currentCredentials()
         let sensitive = context.sensitiveNames(with: credentials)
         for field in headers.replacing(with: credentials).http1Fields {
             parts += ["-H", ShellQuoting.quote("\(field.name): \(Self.masked(name: field.name, value: field.value, sensitive: sensitive))")]
         }
         if let body {
-            if let text = String(data: body, encoding: .utf8), !text.contains("\0") {
+            if var text = String(data: body, encoding: .utf8), !text.contains("\0") {
+                let mediaType = headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+                if mediaType == "application/x-www-form-urlencoded" {
+                    text = SensitiveParameters.masked(form: text, names: secretParameters)
+                } else if mediaType == "application/json" || mediaType?.hasSuffix("+json") == true {
+                    text = SensitiveParameters.masked(json: text, names: secretParameters) ?? text
+                }
                 parts += ["--data-binary", ShellQuoting.quote(text)]
             } else {
                 parts += ["--data-binary", "@-", "# \(body.count) bytes of binary data"]

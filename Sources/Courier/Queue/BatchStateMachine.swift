@@ -31,6 +31,9 @@ struct BatchStateMachine {
     private var order: [OperationID] = []
     private var members: [OperationID: Member] = [:]
     private var isCancellingAll = false
+    /// Set while HEAD probes learn the members' sizes (accurate progress): no progress is reported
+    /// until they are all in, so the first progress already has the exact total.
+    private var isProbing = false
 
     init(cancelsAllOnFailure: Bool) {
         self.cancelsAllOnFailure = cancelsAllOnFailure
@@ -46,12 +49,14 @@ struct BatchStateMachine {
         return true
     }
 
-    /// The batch starts. An empty batch is over at once.
-    mutating func go() -> Action {
+    /// The batch starts. An empty batch is over at once. With `probingSizes`, progress waits for
+    /// ``sizesProbed()``.
+    mutating func go(probingSizes: Bool = false) -> Action {
         guard phase == .collecting else { return Action() }
         phase = .running
+        isProbing = probingSizes && !order.isEmpty
         var action = Action()
-        action.progress = progress
+        if !isProbing { action.progress = progress }
         if order.isEmpty { finish(into: &action) }
         return action
     }
@@ -61,7 +66,14 @@ struct BatchStateMachine {
         guard var member = members[id], member.outcome == nil else { return Action() }
         member.total = total
         members[id] = member
-        return Action(progress: progress)
+        return Action(progress: isProbing ? nil : progress)
+    }
+
+    /// Every HEAD probe has answered (or failed): the first progress, with the total as known now.
+    mutating func sizesProbed() -> Action {
+        guard isProbing else { return Action() }
+        isProbing = false
+        return Action(progress: phase == .finished ? nil : progress)
     }
 
     /// A member received body bytes.
@@ -70,7 +82,7 @@ struct BatchStateMachine {
         member.received = progress.completedBytes
         if let total = progress.totalBytes { member.total = total }
         members[id] = member
-        return Action(progress: self.progress)
+        return Action(progress: isProbing ? nil : self.progress)
     }
 
     /// A member finished.
@@ -79,7 +91,7 @@ struct BatchStateMachine {
         member.outcome = outcome
         if outcome == .succeeded, let total = member.total { member.received = total }
         members[id] = member
-        var action = Action(progress: progress)
+        var action = Action(progress: isProbing ? nil : progress)
         if outcome != .succeeded, cancelsAllOnFailure, !isCancellingAll {
             isCancellingAll = true
             action.cancel = order.filter { members[$0]?.outcome == nil }

@@ -118,12 +118,16 @@ public final class NetworkBatch: Sendable {
     /// Starts the batch: enqueues every member (after the HEAD probes, with accurate progress).
     public func go() {
         let (action, members) = state.withLockedValue { state in
-            (state.machine.go(), state.machine.memberIDs.compactMap { state.operations[$0] })
+            (state.machine.go(probingSizes: usesAccurateProgress), state.machine.memberIDs.compactMap { state.operations[$0] })
         }
         perform(action)
         for operation in members { observe(operation) }
         if usesAccurateProgress {
-            Task { await self.probeSizes(of: members); for operation in members { operation.submit() } }
+            Task {
+                await self.probeSizes(of: members)
+                self.apply { $0.sizesProbed() }
+                for operation in members { operation.submit() }
+            }
         } else {
             for operation in members { operation.submit() }
         }
