@@ -129,4 +129,28 @@ struct OutboxDamageTests {
         #expect(OutboxDatabase.isDamage(OutboxDatabase.Damage(description: "quick_check: ...")))
         #expect(!OutboxDatabase.isDamage(NetworkError(.timeout)))
     }
+
+    @Test func aProcessFollowsAnotherProcesssSetAsideBeforeItsNextWrite() throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try OutboxDatabase.open(at: directory)
+        func record(_ id: String) -> OutboxRecord {
+            OutboxRecord(
+                id: id, origin: "https://api.example.com:443", method: .post, url: URL(string: "https://api.example.com/x")!,
+                headers: [:], body: nil, idempotencyKey: id, createdAt: 0, expiresAt: nil, maximumAttempts: nil, nextAttemptAt: 0)
+        }
+        try database.insert(record("before"))
+        // Another process found the database damaged: it moved it aside and made a fresh one.
+        let fileManager = FileManager.default
+        for suffix in ["", "-wal", "-shm"] {
+            let file = directory.appendingPathComponent("outbox.sqlite" + suffix)
+            if fileManager.fileExists(atPath: file.path) {
+                try fileManager.moveItem(at: file, to: directory.appendingPathComponent("outbox.sqlite.damaged-elsewhere" + suffix))
+            }
+        }
+        try Self.writeDatabase(in: directory, rows: 0)
+        try database.insert(record("after"))
+        #expect(database.records().map(\.id) == ["after"], "written to the database now in place, not the one set aside")
+        #expect(database.damageReports.withLockedValue { $0 }.isEmpty, "not damage this process found")
+    }
 }
