@@ -153,4 +153,69 @@ struct OutboxDamageTests {
         #expect(database.records().map(\.id) == ["after"], "written to the database now in place, not the one set aside")
         #expect(database.damageReports.withLockedValue { $0 }.isEmpty, "not damage this process found")
     }
+
+    /// Runs a Python snippet with `argv[1]` = the database path.
+    static func python(_ script: String, _ path: String, wait: Bool = true) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", script, path]
+        try process.run()
+        if wait {
+            process.waitUntilExit()
+            try #require(process.terminationStatus == 0)
+        }
+        return process
+    }
+
+    @Test func damageMetWhileInUseIsSetAsideAndTheWriteGoesToAFreshOutbox() throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try OutboxDatabase.open(at: directory)
+        func record(_ id: String) -> OutboxRecord {
+            OutboxRecord(
+                id: id, origin: "https://api.example.com:443", method: .post, url: URL(string: "https://api.example.com/x")!,
+                headers: [:], body: Data(repeating: 1, count: 3000), idempotencyKey: id, createdAt: 0, expiresAt: nil,
+                maximumAttempts: nil, nextAttemptAt: 0)
+        }
+        for index in 0..<6 { try database.insert(record("row-\(index)")) }
+        try database.pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        let main = directory.appendingPathComponent("outbox.sqlite")
+        try Self.damage(main, at: 4096, count: 3 * 4096)
+        // Another connection writes (the header page only): this process's cached pages are stale now.
+        _ = try Self.python("import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 7'); c.commit(); c.close()", main.path)
+
+        try database.insert(record("kept"))
+        #expect(database.records().map(\.id) == ["kept"], "the request is kept, in a fresh outbox")
+        let report = try #require(database.damageReports.withLockedValue { $0 }.first)
+        #expect(report.code == .outboxUnavailable && report.message.contains("set aside"))
+        #expect(OutboxDatabase.setAsideFiles(in: directory).count == 1)
+    }
+
+    @Test func anotherProcessHoldingTheDatabaseOpenIsSeen() throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try Self.writeDatabase(in: directory, rows: 1)
+        let path = directory.appendingPathComponent("outbox.sqlite").path
+        #expect(!OutboxDatabase.isOpenElsewhere(path))
+        let holder = try Self.python("""
+            import sqlite3,sys,time
+            c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=WAL'); c.execute('SELECT count(*) FROM outbox').fetchall()
+            open(sys.argv[1] + '.ready', 'w').close()
+            import os
+            for _ in range(1500):
+                if os.path.exists(sys.argv[1] + '.stop'): break
+                time.sleep(0.02)
+            """, path, wait: false)
+        defer {
+            _ = FileManager.default.createFile(atPath: path + ".stop", contents: nil)
+            holder.waitUntilExit()
+        }
+        var ready = false
+        for _ in 0..<200 where !ready {
+            ready = FileManager.default.fileExists(atPath: path + ".ready")
+            if !ready { usleep(20_000) }
+        }
+        try #require(ready)
+        #expect(OutboxDatabase.isOpenElsewhere(path), "its log is live: not judged while another process has it open")
+    }
 }
