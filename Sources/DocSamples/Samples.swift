@@ -140,6 +140,15 @@ func sample_Freezing_2() async throws {
 
 // Sources/Courier/Courier.docc/Freezing.md, sample 3
 func sample_Freezing_3() async throws {
+    let like = engine.operation(path: "posts/42/like", method: .post)
+    like.isFreezable = true
+    like.orderingKey = "likes/42"   // waits for no comment, and no comment waits for it
+    engine.enqueue(like)
+    _ = like
+}
+
+// Sources/Courier/Courier.docc/Freezing.md, sample 4
+func sample_Freezing_4() async throws {
     Task {
         for await event in engine.outboxEvents {
             if case .delivered(let entry, _) = event { store.markSent(idempotencyKey: entry.idempotencyKey) }

@@ -30,7 +30,10 @@ struct OutboxCommand: AsyncParsableCommand {
         @OptionGroup var options: DataDirectoryOption
 
         func run() throws {
-            let entries = try options.open().entries
+            let outbox = try options.open()
+            for report in outbox.damageReports { print("warning: \(report.message)") }
+            for file in outbox.setAsideDatabases { print("a damaged outbox was set aside: \(file.path)") }
+            let entries = outbox.entries
             if entries.isEmpty {
                 print("the outbox is empty")
                 return

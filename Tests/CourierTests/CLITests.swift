@@ -203,6 +203,34 @@ struct CLITests {
         #expect(try await courier("outbox", "clear", "--data-dir", directory).stdout == "cleared 0 frozen request(s)\n")
     }
 
+    @Test func aDamagedOutboxIsSetAsideFreezingGoesOnAndListSaysWhere() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-damaged-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let away = try await TestServer.start()
+        let port = away.port
+        try await away.shutdown()
+        let url = "http://127.0.0.1:\(port)/anything/orders"
+        #expect(try await courier("post", "--freezable", url, "-d", "item=1", "--data-dir", directory).status == 0)
+        // Garbage over the database's header, as a broken disk or a careless tool would leave it (after a
+        // checkpoint: a page in the write-ahead log would hide the damage).
+        let checkpoint = Process()
+        checkpoint.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        checkpoint.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()",
+                                directory + "/outbox.sqlite"]
+        try checkpoint.run()
+        checkpoint.waitUntilExit()
+        let handle = try #require(FileHandle(forWritingAtPath: directory + "/outbox.sqlite"))
+        try handle.write(contentsOf: Data(repeating: 0x5A, count: 512))
+        try handle.close()
+        let frozen = try await courier("post", "--freezable", url, "-d", "item=2", "--data-dir", directory)
+        #expect(frozen.status == 0, "the request is kept, not lost to a network error: \(frozen.stdout) \(frozen.stderr)")
+        #expect(frozen.stdout.hasPrefix("frozen "))
+        let list = try await courier("outbox", "list", "--data-dir", directory)
+        let lines = list.stdout.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("a damaged outbox was set aside: \(directory)/outbox.sqlite.damaged-") == true, "\(list.stdout)")
+        #expect(lines.filter { $0.contains("\tPOST\t") }.count == 1, "the fresh outbox holds the new request")
+    }
+
     @Test func demoShowsTheQueueAtWork() async throws {
         let started = ContinuousClock.now
         let demo = try await courier("demo")

@@ -6,19 +6,21 @@ import Testing
 struct ReplayStateMachineTests {
     typealias Machine = ReplayStateMachine
 
-    private func head(_ id: String, attempts: Int = 0, next: Double = 0, expires: Double? = nil, max: Int? = nil, lease: Double? = nil) -> Machine.Head {
-        Machine.Head(id: id, attempts: attempts, maximumAttempts: max, expiresAt: expires, nextAttemptAt: next, leasedUntil: lease)
+    private func head(
+        _ id: String, lane: String = "", attempts: Int = 0, next: Double = 0, expires: Double? = nil, max: Int? = nil, lease: Double? = nil
+    ) -> Machine.Head {
+        Machine.Head(id: id, lane: lane, attempts: attempts, maximumAttempts: max, expiresAt: expires, nextAttemptAt: next, leasedUntil: lease)
     }
 
     @Test func nothingIsClaimedWhileUnreachableAndReachabilityStartsTheReplay() {
         var machine = Machine(isReachable: false)
         #expect(machine.timerFired() == .idle)
         #expect(machine.flush() == .idle)
-        #expect(machine.reachabilityChanged(true) == .claimHead(ignoringSchedule: false))
+        #expect(machine.reachabilityChanged(true) == .claimHead(Machine.Claim()))
         // A second wake-up while the claim is out does not claim twice.
         #expect(machine.timerFired() == .idle)
         #expect(machine.headClaimed(head("a"), decision: .send) == .send(id: "a"))
-        #expect(machine.timerFired() == .idle, "one request per origin at a time")
+        #expect(machine.timerFired() == .claimHead(Machine.Claim(excluding: [""])), "a lane on its way is not looked at")
     }
 
     @Test func aHostThatAnswersEndsABackoffAfterNoConnectionButNotARetryAfterOrATimeout() {
@@ -28,15 +30,15 @@ struct ReplayStateMachineTests {
         // Could not connect: backoff, and the claim that reads the retry time is under way.
         let (completion, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .couldNotConnect, now: 100, jitter: 0.5)
         #expect(completion == .retry(at: 100 + machine.delay(afterAttempts: 1, jitter: 0.5)))
-        #expect(next == .claimHead(ignoringSchedule: false))
+        #expect(next == .claimHead(Machine.Claim()))
         // Another request gets an answer while that claim is out: remembered, then acted on.
         #expect(machine.hostAnswered() == .idle)
-        #expect(machine.headClaimed(head("a", next: 200), decision: .wait(until: 200)) == .claimHead(ignoringSchedule: true))
+        #expect(machine.headClaimed(head("a", next: 200), decision: .wait(until: 200)) == .claimHead(Machine.Claim(ignoringScheduleOf: [""])))
         #expect(machine.headClaimed(head("a", next: 200), decision: .send) == .send(id: "a"))
         // Once waiting (timer set), an answer claims at once.
         _ = machine.attemptFinished(id: "a", attempts: 2, outcome: .couldNotConnect, now: 300, jitter: 0.5)
         #expect(machine.headClaimed(head("a", next: 400), decision: .wait(until: 400)) == .wake(at: 400))
-        #expect(machine.hostAnswered() == .claimHead(ignoringSchedule: true))
+        #expect(machine.hostAnswered() == .claimHead(Machine.Claim(ignoringScheduleOf: [""])))
         _ = machine.headClaimed(head("a"), decision: .send)
         // A timeout (a slow server, not an absent one) keeps its backoff: trying sooner would not help.
         _ = machine.attemptFinished(id: "a", attempts: 3, outcome: .noAnswer, now: 450, jitter: 0.5)
@@ -52,7 +54,7 @@ struct ReplayStateMachineTests {
 
     @Test func aFailedClaimIsRetriedWithBackoff() {
         var machine = Machine(isReachable: true, backoff: .init(base: 1, cap: 8))
-        #expect(machine.timerFired() == .claimHead(ignoringSchedule: false))
+        #expect(machine.timerFired() == .claimHead(Machine.Claim()))
         guard case .wake(let first) = machine.claimFailed(now: 10, jitter: 1) else { Issue.record("no wake"); return }
         #expect(first == 11)
         _ = machine.timerFired()
@@ -107,12 +109,12 @@ struct ReplayStateMachineTests {
         #expect(machine.headClaimed(head("a"), decision: .send) == .send(id: "a"))
         let (completion, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .answered(status: 503, retryAfter: nil), now: 100, jitter: 1)
         #expect(completion == .retry(at: 102))
-        #expect(next == .claimHead(ignoringSchedule: false))
+        #expect(next == .claimHead(Machine.Claim()))
         // The head ("a", due at 102) is read again: the machine waits for it rather than sending "b".
         let decision = Machine.decide(head("a", attempts: 1, next: 102), now: 100)
         #expect(decision == .wait(until: 102))
         #expect(machine.headClaimed(head("a", attempts: 1, next: 102), decision: decision) == .wake(at: 102))
-        #expect(machine.timerFired() == .claimHead(ignoringSchedule: false))
+        #expect(machine.timerFired() == .claimHead(Machine.Claim()))
     }
 
     @Test func deliveredRowsLeadToTheNextInOrder() {
@@ -125,7 +127,7 @@ struct ReplayStateMachineTests {
             sent.append(sending)
             let (completion, next) = machine.attemptFinished(id: id, attempts: 1, outcome: .answered(status: 200, retryAfter: nil), now: 0, jitter: 0)
             #expect(completion == .delivered)
-            #expect(next == .claimHead(ignoringSchedule: false))
+            #expect(next == .claimHead(Machine.Claim()))
         }
         #expect(sent == ["a", "b", "c"])
         #expect(machine.headClaimed(nil, decision: nil) == .idle)
@@ -139,7 +141,7 @@ struct ReplayStateMachineTests {
         // A dead letter does not stop the replay: the next head is read.
         var machine = Machine(isReachable: true)
         _ = machine.timerFired()
-        #expect(machine.headClaimed(head("a", expires: 1), decision: .deadLetter(.expired)) == .claimHead(ignoringSchedule: false))
+        #expect(machine.headClaimed(head("a", expires: 1), decision: .deadLetter(.expired)) == .claimHead(Machine.Claim()))
     }
 
     @Test func anotherLiveReplayersLeaseIsWaitedForAndAFlushIgnoresOnlyTheSchedule() {
@@ -149,15 +151,15 @@ struct ReplayStateMachineTests {
         #expect(Machine.decide(head("a", next: 500), now: 100, ignoringSchedule: true) == .send)
         #expect(Machine.decide(head("a", next: 500, lease: 130), now: 100, ignoringSchedule: true) == .wait(until: 101))
         var machine = Machine(isReachable: true)
-        #expect(machine.flush() == .claimHead(ignoringSchedule: true))
+        #expect(machine.flush() == .claimHead(Machine.Claim(ignoringSchedule: true)))
         #expect(machine.headClaimed(head("a"), decision: .send) == .send(id: "a"))
         let (_, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .answered(status: 200, retryAfter: nil), now: 0, jitter: 0)
-        #expect(next == .claimHead(ignoringSchedule: true), "a flush goes on until the outbox is empty")
+        #expect(next == .claimHead(Machine.Claim(ignoringSchedule: true)), "a flush goes on until the outbox is empty")
         let (_, afterFailure) = { () -> (Machine.Completion, Machine.Action) in
             _ = machine.headClaimed(head("b"), decision: .send)
             return machine.attemptFinished(id: "b", attempts: 1, outcome: .noAnswer, now: 0, jitter: 0)
         }()
-        #expect(afterFailure == .claimHead(ignoringSchedule: false), "a failure ends the flush")
+        #expect(afterFailure == .claimHead(Machine.Claim()), "a failure ends the flush")
         #expect(!machine.isFlushing)
     }
 
@@ -169,15 +171,15 @@ struct ReplayStateMachineTests {
         let (completion, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .noAnswer, now: 10, jitter: 1)
         #expect(completion == .retry(at: 11))
         #expect(next == .idle)
-        #expect(machine.reachabilityChanged(true) == .claimHead(ignoringSchedule: false))
+        #expect(machine.reachabilityChanged(true) == .claimHead(Machine.Claim()))
     }
 
     @Test func aFlushAskedForWhileAnOrdinaryClaimIsOutStillIgnoresTheRetryTime() {
         var machine = Machine(isReachable: true)
-        #expect(machine.timerFired() == .claimHead(ignoringSchedule: false))
+        #expect(machine.timerFired() == .claimHead(Machine.Claim()))
         #expect(machine.flush() == .idle, "the claim under way answers first")
         let waiting = head("a", attempts: 1, next: 500)
-        #expect(machine.headClaimed(waiting, decision: Machine.decide(waiting, now: 100)) == .claimHead(ignoringSchedule: true))
+        #expect(machine.headClaimed(waiting, decision: Machine.decide(waiting, now: 100)) == .claimHead(Machine.Claim(ignoringSchedule: true)))
         #expect(machine.headClaimed(waiting, decision: Machine.decide(waiting, now: 100, ignoringSchedule: true)) == .send(id: "a"))
         // But a row another replayer holds ends the flush.
         var other = Machine(isReachable: true)
@@ -186,5 +188,80 @@ struct ReplayStateMachineTests {
         let leased = head("b", lease: 130)
         #expect(other.headClaimed(leased, decision: Machine.decide(leased, now: 100)) == .wake(at: 101))
         #expect(!other.isFlushing)
+    }
+
+    // MARK: Ordering keys (lanes)
+
+    @Test func aClaimPicksTheFirstDeadLetterElseTheFirstSendElseTheSoonestWait() {
+        let now = 100.0
+        let heads = [
+            head("a", lane: "x", attempts: 1, next: 300),
+            head("b", lane: "", next: 0),
+            head("c", lane: "y", next: 200),
+            head("d", lane: "z", expires: 50),
+        ]
+        #expect(Machine.choose(heads, now: now, claim: .init())?.head.id == "d", "dead letters first, so their lane moves on")
+        #expect(Machine.choose(Array(heads.prefix(3)), now: now, claim: .init())?.head.id == "b", "then the oldest head that can go")
+        let waits = Machine.choose([heads[0], heads[2]], now: now, claim: .init())
+        #expect(waits?.head.id == "c" && waits?.decision == .wait(until: 200), "else the head due soonest")
+        #expect(Machine.choose(heads, now: now, claim: .init(excluding: ["", "z"]))?.decision == .wait(until: 200), "lanes on their way are not looked at")
+        #expect(Machine.choose([heads[0], heads[2]], now: now, claim: .init(ignoringScheduleOf: ["x"]))?.head.id == "a")
+        #expect(Machine.choose([], now: now, claim: .init()) == nil)
+    }
+
+    @Test func aStuckHeadHoldsBackOnlyItsOwnLane() {
+        var machine = Machine(isReachable: true, backoff: .init(base: 2, cap: 60))
+        #expect(machine.timerFired() == .claimHead(.init()))
+        #expect(machine.headClaimed(head("a", lane: "x"), decision: .send) == .send(id: "a"))
+        // While "a" is on its way, the other lanes are looked at.
+        #expect(machine.sendStarted() == .claimHead(.init(excluding: ["x"])))
+        #expect(machine.headClaimed(head("b", lane: "y"), decision: .send) == .send(id: "b"))
+        #expect(machine.sendStarted() == .claimHead(.init(excluding: ["x", "y"])))
+        #expect(machine.headClaimed(nil, decision: nil) == .idle)
+        #expect(machine.isSending)
+        // "a" gets a 500: its lane waits; "b" is still on its way and its lane is not looked at.
+        let (completion, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .answered(status: 500, retryAfter: nil), now: 100, jitter: 1)
+        #expect(completion == .retry(at: 102))
+        #expect(next == .claimHead(.init(excluding: ["y"])))
+        #expect(machine.headClaimed(head("a", lane: "x", attempts: 1, next: 102), decision: .wait(until: 102)) == .wake(at: 102))
+        // "b" is delivered: its lane's next row goes although "a" still waits.
+        let (delivered, afterB) = machine.attemptFinished(id: "b", attempts: 1, outcome: .answered(status: 200, retryAfter: nil), now: 101, jitter: 1)
+        #expect(delivered == .delivered)
+        #expect(afterB == .claimHead(.init()))
+        let heads = [head("a", lane: "x", attempts: 1, next: 102), head("c", lane: "y")]
+        let choice = Machine.choose(heads, now: 101, claim: .init())
+        #expect(choice?.head.id == "c")
+        #expect(machine.headClaimed(choice?.head, decision: choice?.decision) == .send(id: "c"))
+    }
+
+    @Test func aLaneFreedWhileAClaimIsOutIsLookedAtAfterIt() {
+        var machine = Machine(isReachable: true)
+        _ = machine.timerFired()
+        _ = machine.headClaimed(head("a", lane: "x"), decision: .send)
+        #expect(machine.sendStarted() == .claimHead(.init(excluding: ["x"])))
+        // "a" finishes while the claim for the other lanes is out: that claim could not see lane "x".
+        let (_, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .answered(status: 200, retryAfter: nil), now: 0, jitter: 0)
+        #expect(next == .idle)
+        #expect(machine.headClaimed(nil, decision: nil) == .claimHead(.init()), "claimed again, lane x included")
+        #expect(machine.headClaimed(nil, decision: nil) == .idle)
+    }
+
+    @Test func connectionFailuresAreNotAttemptsButStillBackOff() {
+        #expect(!Machine.countsAsAttempt(.couldNotConnect))
+        #expect(!Machine.countsAsAttempt(.notSent))
+        #expect(Machine.countsAsAttempt(.noAnswer))
+        #expect(Machine.countsAsAttempt(.answered(status: 500, retryAfter: nil)))
+        var machine = Machine(isReachable: true, backoff: .init(base: 1, cap: 60))
+        var delays: [Double] = []
+        for round in 0..<3 {
+            _ = machine.timerFired()
+            _ = machine.headClaimed(head("a"), decision: .send)
+            let now = Double(round * 100)
+            let (completion, _) = machine.attemptFinished(id: "a", attempts: 0, outcome: .couldNotConnect, now: now, jitter: 1)
+            guard case .retry(let at) = completion else { Issue.record("no retry"); return }
+            delays.append(at - now)
+            _ = machine.headClaimed(head("a", next: at), decision: .wait(until: at))
+        }
+        #expect(delays == [1, 2, 4], "the host that stays away is tried less and less often")
     }
 }

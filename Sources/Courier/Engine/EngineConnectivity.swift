@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 
 /// An engine's link to the network: it follows the engine's ``Reachability``, sets the engine's width
@@ -45,6 +46,8 @@ final class EngineConnectivity: Sendable {
     let retry: OutboxRetry
     let replaysAutomatically: Bool
     let callbackQueue: DispatchQueue
+    /// The engine's logger: told when the outbox is found damaged and set aside.
+    let logger: Logger
     /// `scheme://host:port` of the engine, or `nil` when its base URL is invalid.
     let origin: String?
     private let state = NIOLockedValueBox(State())
@@ -59,6 +62,7 @@ final class EngineConnectivity: Sendable {
         self.retry = configuration.outboxRetry
         self.replaysAutomatically = configuration.replaysOutbox
         self.callbackQueue = configuration.callbackQueue
+        self.logger = configuration.logger
         self.reachability = configuration.reachability
             ?? Self.systemReachability(host: baseURL?.host ?? "", port: baseURL?.port, logger: configuration.logger)
         self.link = LinkGroup(
@@ -246,8 +250,15 @@ final class EngineConnectivity: Sendable {
     /// The outbox of the engine's data directory, opened on first use; `nil` without a data directory
     /// or when it cannot be opened.
     func outboxDatabase() -> OutboxDatabase? {
+        try? openOutbox()
+    }
+
+    /// The outbox of the engine's data directory, opened on first use; `nil` without a data directory.
+    /// - Throws: ``NetworkError/Code/outboxUnavailable`` when it cannot be opened (a damaged one is set
+    ///   aside and a fresh one made instead: that is reported, not thrown).
+    func openOutbox() throws(NetworkError) -> OutboxDatabase? {
         guard let dataDirectory else { return nil }
-        return try? OutboxDatabase.open(at: dataDirectory)
+        return try OutboxDatabase.open(at: dataDirectory, logger: logger)
     }
 
     /// The engine's replayer, made on first need (only when the engine replays automatically, unless

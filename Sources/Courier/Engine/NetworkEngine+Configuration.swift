@@ -176,7 +176,13 @@ public struct ConnectionConcurrency: Sendable, Hashable {
 }
 
 /// How frozen requests are retried: exponential backoff with jitter, never sooner than the server's
-/// `Retry-After`.
+/// `Retry-After`, and when they are given up.
+///
+/// A request is given up (dead-lettered: kept in the outbox, visible in ``Outbox/deadLetters``, its
+/// operation failed with ``NetworkError/Code/deadLettered``) after ``maximumAttempts`` attempts that
+/// reached the server or ``timeToLive`` in the outbox, whichever comes first, so that one request the
+/// server keeps refusing does not hold back the ones behind it forever. An operation's own
+/// ``NetworkOperation/maximumAttempts`` and ``NetworkOperation/timeToLive`` take precedence.
 public struct OutboxRetry: Sendable, Hashable {
     /// The delay before the second attempt (before jitter); 1 s by default. It doubles each time.
     public var initialDelay: Duration = .seconds(1)
@@ -185,16 +191,29 @@ public struct OutboxRetry: Sendable, Hashable {
     /// How long a replay holds its claim on a row before another engine or process may take it over
     /// (a crashed process's claims are taken over at once); 2 minutes by default.
     public var lease: Duration = .seconds(120)
+    /// How many attempts that reach the server a frozen request gets (attempts that could not connect
+    /// do not count); 10 by default, about ten minutes of a server that keeps failing with the default
+    /// delays. `nil`: no limit.
+    public var maximumAttempts: Int? = 10
+    /// How long a frozen request may wait in the outbox; 7 days by default. `nil`: no limit.
+    public var timeToLive: Duration? = .seconds(7 * 86_400)
 
     /// Creates a retry policy.
     /// - Parameters:
     ///   - initialDelay: The delay before the second attempt.
     ///   - maximumDelay: The longest delay.
     ///   - lease: How long a replay's claim on a row lasts.
-    public init(initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(300), lease: Duration = .seconds(120)) {
+    ///   - maximumAttempts: Attempts that reach the server before a request is given up; `nil` for no limit.
+    ///   - timeToLive: How long a request may wait before it is given up; `nil` for no limit.
+    public init(
+        initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(300), lease: Duration = .seconds(120),
+        maximumAttempts: Int? = 10, timeToLive: Duration? = .seconds(7 * 86_400)
+    ) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.lease = lease
+        self.maximumAttempts = maximumAttempts.map { max(1, $0) }
+        self.timeToLive = timeToLive
     }
 }
 

@@ -26,18 +26,38 @@ extension NetworkOperation {
         set { storage.withLockedValue { if $0.machine.state == .ready { $0.connectivityTimeout = newValue } } }
     }
 
-    /// How long a frozen operation may wait in the outbox before it is given up (dead-lettered);
-    /// `nil` (the default) waits forever. Set before enqueueing.
+    /// How long a frozen operation may wait in the outbox before it is given up (dead-lettered: kept,
+    /// visible, its handlers told). Its engine's ``OutboxRetry/timeToLive`` by default (7 days); setting
+    /// `nil` goes back to that default. Set before enqueueing.
     public var timeToLive: Duration? {
-        get { storage.withLockedValue { $0.timeToLive } }
+        get { storage.withLockedValue { $0.timeToLive } ?? context.configuration.outboxRetry.timeToLive }
         set { storage.withLockedValue { if $0.machine.state == .ready { $0.timeToLive = newValue } } }
     }
 
-    /// How many times a frozen operation is sent before it is given up (dead-lettered); `nil` (the
-    /// default) has no limit. Set before enqueueing.
+    /// How many attempts that reach the server a frozen operation gets before it is given up
+    /// (dead-lettered: kept, visible, its handlers told). Attempts that could not connect, or never went
+    /// out, are not counted. Its engine's ``OutboxRetry/maximumAttempts`` by default (10); setting `nil`
+    /// goes back to that default, `Int.max` means no limit. Set before enqueueing.
     public var maximumAttempts: Int? {
-        get { storage.withLockedValue { $0.maximumAttempts } }
+        get { storage.withLockedValue { $0.maximumAttempts } ?? context.configuration.outboxRetry.maximumAttempts }
         set { storage.withLockedValue { if $0.machine.state == .ready { $0.maximumAttempts = newValue.map { max(1, $0) } } } }
+    }
+
+    /// Which frozen requests this one must wait for. Frozen requests with the same ordering key are
+    /// replayed one at a time, in the order they were frozen, and one that keeps failing holds back
+    /// the ones behind it; requests with different keys are replayed independently. `nil` (the
+    /// default): the host's own order, shared by every frozen request of the host that has no key.
+    /// Set before enqueueing.
+    ///
+    /// Give requests that do not depend on each other their own key, so that one stuck request (a
+    /// server that keeps answering 500) does not hold back the rest until it is given up:
+    /// ```swift
+    /// like.isFreezable = true
+    /// like.orderingKey = "likes/\(post.id)"   // independent of comments, of other posts' likes
+    /// ```
+    public var orderingKey: String? {
+        get { storage.withLockedValue { $0.orderingKey } }
+        set { storage.withLockedValue { if $0.machine.state == .ready { $0.orderingKey = newValue.flatMap { $0.isEmpty ? nil : $0 } } } }
     }
 
     /// Whether this is the outbox's replay of a frozen request.
@@ -109,12 +129,24 @@ extension NetworkOperation {
         let connectivity = context.connectivity
         let now = Date().timeIntervalSince1970
         // The operation's own headers: never the provider's credentials, and no sensitive field.
-        let (ownHeaders, ttl, attempts) = storage.withLockedValue { ($0.headers, $0.timeToLive, $0.maximumAttempts) }
+        let (ownHeaders, orderingKey) = storage.withLockedValue { ($0.headers, $0.orderingKey) }
+        let (ttl, attempts) = (timeToLive, maximumAttempts)
         // The provider's names count even when nothing was sent yet (frozen at enqueue).
         let providerNames = currentCredentials().map(\.name.canonicalName)
         let headers = SensitiveHeaders.removed(sensitiveNames.union(providerNames), from: ownHeaders)
-        guard let url = requestURL, let database = connectivity.outboxDatabase() else {
-            finish(.failure(error ?? NetworkError(.outboxUnavailable, "this engine has no outbox (no data directory)", url: urlString)))
+        guard let url = requestURL else {
+            finish(.failure(error ?? NetworkError(.invalidURL, "the request has no URL to freeze", url: urlString)))
+            return
+        }
+        let database: OutboxDatabase
+        do {
+            guard let opened = try connectivity.openOutbox() else {
+                finish(.failure(error ?? NetworkError(.outboxUnavailable, "this engine has no outbox (no data directory)", url: urlString)))
+                return
+            }
+            database = opened
+        } catch let outboxError {
+            finish(.failure(Self.notKept(outboxError, after: error, url: urlString)))
             return
         }
         let id = UUID().uuidString.lowercased()
@@ -125,11 +157,11 @@ extension NetworkOperation {
             id: id, origin: OutboxRecord.origin(of: url), method: method, url: url, headers: fields, body: body,
             idempotencyKey: key, createdAt: now, expiresAt: ttl.map { now + $0.seconds }, maximumAttempts: attempts,
             attempts: error?.response == nil ? 0 : 1, nextAttemptAt: now + (retryAfter ?? 0),
-            lastStatus: error?.response?.statusCode, lastError: error?.description)
+            lastStatus: error?.response?.statusCode, lastError: error?.description, orderingKey: orderingKey)
         do {
             try database.insert(record)
         } catch let outboxError {
-            finish(.failure(error.map { var e = $0; e.message += " (and it could not be frozen: \(outboxError.message))"; return e } ?? outboxError))
+            finish(.failure(Self.notKept(outboxError, after: error, url: urlString)))
             return
         }
         // Attached before the state changes, so a replay finishing at once finds the operation.
@@ -158,6 +190,16 @@ extension NetworkOperation {
         }
         database.publish(.frozen(entry), origin: record.origin)
         connectivity.outboxDidChange()
+    }
+
+    /// The request could not be kept: the outbox's failure, not the network's, is what the caller learns
+    /// (``NetworkError/Code/outboxUnavailable``, with the outbox's path); what made it freeze is in the
+    /// message and is the underlying error.
+    static func notKept(_ outboxError: NetworkError, after error: NetworkError?, url: String?) -> NetworkError {
+        guard let error else { return outboxError }
+        return NetworkError(
+            .outboxUnavailable, "the request was not kept: \(outboxError.message) (it was to be frozen after: \(error.message))",
+            url: url, response: error.response, underlying: error)
     }
 
     /// Cancelled while frozen: its row goes, so it is never sent (nor frozen) again. The outbox finishes

@@ -94,6 +94,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var connectivityTimeout: Duration?
         var timeToLive: Duration?
         var maximumAttempts: Int?
+        var orderingKey: String?
         var freezesWhenUnavailable: Bool?
         var outboxID: String?
         /// A replay of a frozen request, sent by the outbox: never frozen again.

@@ -1,4 +1,5 @@
 public import Foundation
+public import Logging
 
 /// The durable outbox of a data directory: requests frozen because they could not be sent, waiting
 /// to be replayed by an engine for their host.
@@ -14,10 +15,17 @@ public final class Outbox: Sendable {
     let database: OutboxDatabase
 
     /// Opens (creating if needed, with owner-only permissions) the outbox in a directory.
-    /// - Parameter directory: The data directory; ``defaultDirectory`` by default.
-    /// - Throws: ``NetworkError`` with ``NetworkError/Code/outboxUnavailable`` when it cannot be opened.
-    public init(directory: URL = Outbox.defaultDirectory) throws(NetworkError) {
-        database = try OutboxDatabase.open(at: directory)
+    ///
+    /// A damaged outbox does not make this fail: it is set aside (see ``damageReports``) and a fresh
+    /// one is opened, so that freezing keeps working.
+    /// - Parameters:
+    ///   - directory: The data directory; ``defaultDirectory`` by default.
+    ///   - logger: Told (at error level) when the outbox is found damaged and set aside, if this is the
+    ///     first use of the directory's outbox in the process.
+    /// - Throws: ``NetworkError`` with ``NetworkError/Code/outboxUnavailable`` when it cannot be opened
+    ///   (busy past its timeout, no permission, disk full).
+    public init(directory: URL = Outbox.defaultDirectory, logger: Logger? = nil) throws(NetworkError) {
+        database = try OutboxDatabase.open(at: directory, logger: logger)
     }
 
     init(database: OutboxDatabase) { self.database = database }
@@ -47,6 +55,22 @@ public final class Outbox: Sendable {
     /// Removes every entry. Returns how many there were.
     @discardableResult
     public func clear() -> Int { database.clear() }
+
+    /// What this process found damaged in the outbox and set aside, oldest first: each a
+    /// ``NetworkError/Code/outboxUnavailable`` whose message names the damaged file and where it was put.
+    ///
+    /// A damaged database file is renamed `outbox.sqlite.damaged-<time>` (with its `-wal` and `-shm`)
+    /// and a fresh outbox takes its place; a write-ahead log whose committed transactions fail their
+    /// checksums is copied aside under that name, and the outbox keeps what it could read. Nothing is
+    /// deleted: see ``setAsideDatabases`` for every copy in the directory.
+    /// ```swift
+    /// for report in outbox.damageReports { showAlert("Some offline changes may be lost: \(report.message)") }
+    /// ```
+    public var damageReports: [NetworkError] { database.damageReports.withLockedValue { $0 } }
+
+    /// The damaged outboxes set aside in this directory (by any process, at any time), oldest first.
+    /// They stay until you remove them.
+    public var setAsideDatabases: [URL] { OutboxDatabase.setAsideFiles(in: database.directory) }
 
     /// Every event about this outbox in this process, from now on (an engine's
     /// ``NetworkEngine/outboxEvents`` has those of its host).

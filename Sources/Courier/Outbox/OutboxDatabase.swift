@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,12 @@ import Darwin
 /// ``insert(_:)`` removes them (see ``CredentialFields``), whoever built the record.
 final class OutboxDatabase: Sendable {
     let directory: URL
-    let pool: DatabasePool
+    /// The database, and the identity of its file: replaced when the file turns out damaged and is set
+    /// aside (here or by another process; see OutboxDatabase+Recovery).
+    let store: NIOLockedValueBox<Store>
+    /// The damage found in this directory's outbox by this process, oldest first (see OutboxDatabase+Recovery).
+    let damageReports = NIOLockedValueBox<[NetworkError]>([])
+    let logger: Logger?
     /// This process's name on leases: `pid:random`.
     let owner: String
 
@@ -47,13 +53,14 @@ final class OutboxDatabase: Sendable {
     /// (tests of a busy database set a short one before opening it).
     static let busyTimeouts = NIOLockedValueBox<[String: Double]>([:])
 
-    /// The outbox of a directory, opened once per process.
-    static func open(at directory: URL) throws(NetworkError) -> OutboxDatabase {
+    /// The outbox of a directory, opened once per process. Damage found on the way is set aside and
+    /// reported (``damageReports``, and `logger`, the first opener's).
+    static func open(at directory: URL, logger: Logger? = nil) throws(NetworkError) -> OutboxDatabase {
         let path = directory.standardizedFileURL.path
         do {
             return try registry.withLockedValue { registry in
                 if let database = registry[path] { return database }
-                let database = try OutboxDatabase(directory: directory.standardizedFileURL)
+                let database = try OutboxDatabase(directory: directory.standardizedFileURL, logger: logger)
                 registry[path] = database
                 return database
             }
@@ -67,18 +74,25 @@ final class OutboxDatabase: Sendable {
         FileManager.default.fileExists(atPath: directory.appendingPathComponent("outbox.sqlite").path)
     }
 
-    private init(directory: URL) throws {
+    private init(directory: URL, logger: Logger?) throws {
         self.directory = directory
+        self.logger = logger
         self.owner = "\(getpid()):\(UUID().uuidString.prefix(8).lowercased())"
         let fileManager = FileManager.default
         try fileManager.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try fileManager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(Self.busyTimeouts.withLockedValue { $0[directory.path] } ?? 10)
-        // A frozen request is reported only once it would survive a power cut, not just a crash:
-        // every commit is synced (WAL's default, NORMAL, survives only a crash of the process).
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        pool = try DatabasePool(path: directory.appendingPathComponent("outbox.sqlite").path, configuration: configuration)
+        let (store, damage) = try Self.openStore(in: directory)
+        self.store = NIOLockedValueBox(store)
+        work.setSpecific(key: Self.workKey, value: ObjectIdentifier(self))
+        for report in damage { reportDamage(report) }
+    }
+
+    /// The database connection pool (the current one: see ``store``).
+    var pool: DatabasePool { store.withLockedValue { $0.pool } }
+
+    /// Creates the table, or brings an older one up to date. Idempotent, so that several processes
+    /// opening one outbox at once are safe.
+    static func createSchema(_ pool: DatabasePool) throws {
         try pool.write { db in
             try db.execute(sql: """
                 CREATE TABLE IF NOT EXISTS outbox (
@@ -101,179 +115,69 @@ final class OutboxDatabase: Sendable {
                     leaseOwner TEXT,
                     leaseExpires DOUBLE,
                     outcome TEXT,
-                    finishedAt DOUBLE);
+                    finishedAt DOUBLE,
+                    orderingKey TEXT);
                 CREATE INDEX IF NOT EXISTS outboxByOrigin ON outbox(origin, deadReason, seq);
                 """)
-            // Outboxes made before outcomes were recorded (another process's waiting operation reads them).
+            // Outboxes made by earlier versions: outcomes (another process's waiting operation reads them),
+            // then ordering keys (rows without one keep their host's order, as before).
             let columns = try Row.fetchAll(db, sql: "PRAGMA table_info(outbox)").compactMap { $0["name"] as String? }
             if !columns.contains("outcome") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN outcome TEXT") }
             if !columns.contains("finishedAt") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN finishedAt DOUBLE") }
-        }
-        work.setSpecific(key: Self.workKey, value: ObjectIdentifier(self))
-        for name in ["outbox.sqlite", "outbox.sqlite-wal", "outbox.sqlite-shm"] {
-            let path = directory.appendingPathComponent(name).path
-            if fileManager.fileExists(atPath: path) { try? fileManager.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path) }
+            if !columns.contains("orderingKey") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN orderingKey TEXT") }
         }
     }
 
     // MARK: Writing
 
-    /// Commits a new row; returns once it is durable.
+    /// Commits a new row; returns once it is durable. A database found damaged on the way is set aside
+    /// and the row goes to a fresh one (see OutboxDatabase+Recovery).
     func insert(_ record: OutboxRecord) throws(NetworkError) {
         do {
-            try pool.write { db in
-                try db.execute(sql: """
-                    INSERT INTO outbox (id, origin, method, url, headers, body, idempotencyKey, createdAt, expiresAt,
-                        maximumAttempts, attempts, nextAttemptAt, lastStatus, lastError) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [
-                        record.id, record.origin, record.method.rawValue, record.url.absoluteString,
-                        DiskCacheCoding.text(of: CredentialFields.removed(from: record.headers)), record.body,
-                        record.idempotencyKey, record.createdAt, record.expiresAt, record.maximumAttempts,
-                        record.attempts, record.nextAttemptAt, record.lastStatus, record.lastError,
-                    ])
-            }
-        } catch {
-            throw NetworkError(.outboxUnavailable, "the request could not be written to the outbox: \(error)", underlying: error)
-        }
-    }
-
-    /// What ``claimHead(origin:now:ignoringSchedule:lease:)`` found.
-    enum Claim {
-        /// The head row, what to do with it, and the record (claimed when the decision is `.send`).
-        case head(ReplayStateMachine.Head, ReplayStateMachine.HeadDecision, OutboxRecord)
-        /// Nothing pending for the origin.
-        case empty
-        /// The database could not be read or written (busy past its timeout, disk full, damaged).
-        case failed(String)
-    }
-
-    /// How long a finished row is kept, so that an operation of another process waiting for it learns
-    /// its outcome (see OutboxDatabase+Watch) before it is swept away.
-    static let outcomeRetention: Double = 86_400
-
-    /// Reads the oldest pending row of an origin and, in the same transaction, claims it (lease) or
-    /// dead-letters it, as ``ReplayStateMachine/decide(_:now:ignoringSchedule:)`` says. Attempts are
-    /// counted when a request is really sent (``complete(id:_:status:error:sent:now:)``), not here.
-    func claimHead(origin: String, now: Double, ignoringSchedule: Bool, lease: Double) -> Claim {
-        do {
-            var damaged: [String] = []
-            defer {
-                // An operation of this process waiting for a damaged row hears about it.
-                for id in damaged {
-                    detachOperation(for: id)?.finish(.failure(NetworkError(
-                        .outboxUnavailable, "its outbox entry is damaged and was set aside; it will not be sent", url: nil)))
+            try withRecovery { pool in
+                try pool.write { db in
+                    try db.execute(sql: """
+                        INSERT INTO outbox (id, origin, method, url, headers, body, idempotencyKey, createdAt, expiresAt,
+                            maximumAttempts, attempts, nextAttemptAt, lastStatus, lastError, orderingKey)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """, arguments: [
+                            record.id, record.origin, record.method.rawValue, record.url.absoluteString,
+                            DiskCacheCoding.text(of: CredentialFields.removed(from: record.headers)), record.body,
+                            record.idempotencyKey, record.createdAt, record.expiresAt, record.maximumAttempts,
+                            record.attempts, record.nextAttemptAt, record.lastStatus, record.lastError, record.orderingKey,
+                        ])
                 }
             }
-            return try pool.writeWithoutTransaction { db in
-                var result = Claim.empty
-                try db.inTransaction(.immediate) {
-                    try db.execute(sql: "DELETE FROM outbox WHERE outcome IS NOT NULL AND finishedAt < ?",
-                                   arguments: [now - Self.outcomeRetention])
-                    var found: (row: Row, record: OutboxRecord)?
-                    while found == nil {
-                        guard let row = try Row.fetchOne(db, sql: """
-                            SELECT * FROM outbox WHERE origin = ? AND deadReason IS NULL AND outcome IS NULL ORDER BY seq LIMIT 1
-                            """, arguments: [origin])
-                        else { return .commit }
-                        if let record = OutboxRecord(row: row) {
-                            found = (row, record)
-                        } else {
-                            // A row that cannot be read is set aside (never deleted: it may be all the app
-                            // has) and the next one becomes the head.
-                            let seq = try row.decode(Int64.self, forColumn: "seq")
-                            try db.execute(sql: "UPDATE outbox SET deadReason = 'damaged' WHERE seq = ?", arguments: [seq])
-                            if let id = try? row.decode(String.self, forColumn: "id") { damaged.append(id) }
-                        }
-                    }
-                    guard let (row, readable) = found else { return .commit }
-                    var record = readable
-                    let leaseOwner: String? = try? row.decode(String?.self, forColumn: "leaseOwner")
-                    let leaseExpires: Double? = try? row.decode(Double?.self, forColumn: "leaseExpires")
-                    var leasedUntil: Double?
-                    if let leaseOwner, let leaseExpires, leaseExpires > now, Self.isAlive(leaseOwner) { leasedUntil = leaseExpires }
-                    let head = ReplayStateMachine.Head(
-                        id: record.id, attempts: record.attempts, maximumAttempts: record.maximumAttempts,
-                        expiresAt: record.expiresAt, nextAttemptAt: record.nextAttemptAt, leasedUntil: leasedUntil)
-                    let decision = ReplayStateMachine.decide(head, now: now, ignoringSchedule: ignoringSchedule)
-                    switch decision {
-                    case .send:
-                        try db.execute(sql: "UPDATE outbox SET leaseOwner = ?, leaseExpires = ? WHERE id = ?",
-                                       arguments: [owner, now + lease, record.id])
-                    case .deadLetter(let reason):
-                        record.deadReason = reason
-                        try db.execute(sql: "UPDATE outbox SET deadReason = ?, leaseOwner = NULL WHERE id = ?",
-                                       arguments: [reason.rawValue, record.id])
-                    case .wait:
-                        break
-                    }
-                    result = .head(head, decision, record)
-                    return .commit
-                }
-                return result
-            }
         } catch {
-            return .failed("\(error)")
+            throw NetworkError(
+                .outboxUnavailable, "the request could not be written to the outbox in \(directory.path): \(error)", underlying: error)
         }
     }
 
-    /// Extends this process's lease on a row it is replaying; `false` when the lease is no longer its own.
-    @discardableResult
-    func renewLease(id: String, until: Double) -> Bool {
-        (try? pool.write { db in
-            try db.execute(sql: "UPDATE outbox SET leaseExpires = ? WHERE id = ? AND leaseOwner = ?", arguments: [until, id, owner])
-            return db.changesCount > 0
-        }) ?? false
-    }
-
-    /// Records what became of an attempt: the row keeps its outcome for a while (for other processes'
-    /// waiting operations), or waits for a retry at a later time. `sent` says whether the request went
-    /// out (an attempt that never reached the wire is not counted against ``NetworkOperation/maximumAttempts``).
-    func complete(id: String, _ completion: ReplayStateMachine.Completion, status: Int?, error: String?, sent: Bool, now: Double) {
-        _ = try? pool.write { db in
-            switch completion {
-            case .delivered, .failedPermanently:
-                let outcome = completion == .delivered ? "delivered" : "failed"
-                try db.execute(sql: """
-                    UPDATE outbox SET outcome = ?, finishedAt = ?, lastStatus = ?, lastError = ?, attempts = attempts + ?,
-                        body = NULL, leaseOwner = NULL, leaseExpires = NULL WHERE id = ?
-                    """, arguments: [outcome, now, status, error, sent ? 1 : 0, id])
-            case .retry(let at):
-                try db.execute(sql: """
-                    UPDATE outbox SET nextAttemptAt = ?, lastStatus = ?, lastError = ?, attempts = attempts + ?,
-                        leaseOwner = NULL, leaseExpires = NULL WHERE id = ?
-                    """, arguments: [at, status, error, sent ? 1 : 0, id])
-            }
-        }
-    }
-
-    /// Deletes a row for good (a drop asked for while its replay was on the wire, which got no answer).
-    func delete(id: String) {
-        _ = try? pool.write { db in try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id]) }
-    }
 
     // MARK: Reading and managing
 
     /// Every row (of one origin, if given), oldest first; damaged rows are left out.
     func records(origin: String? = nil) -> [OutboxRecord] {
-        let rows: [Row] = (try? pool.read { db in
+        let rows: [Row] = (try? withRecovery { pool in try pool.read { db in
             if let origin {
                 return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE origin = ? AND outcome IS NULL ORDER BY seq", arguments: [origin])
             }
             return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE outcome IS NULL ORDER BY seq")
-        }) ?? []
+        } }) ?? []
         return rows.compactMap(OutboxRecord.init(row:))
     }
 
     /// How many rows there are, dead letters included (finished ones kept for other processes are not counted).
     func count() -> Int {
-        (try? pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox WHERE outcome IS NULL") }) ?? 0
+        (try? withRecovery { pool in try pool.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox WHERE outcome IS NULL") } }) ?? 0
     }
 
     /// The origins with pending rows.
     func pendingOrigins() -> [String] {
-        (try? pool.read { db in
+        (try? withRecovery { pool in try pool.read { db in
             try String.fetchAll(db, sql: "SELECT DISTINCT origin FROM outbox WHERE deadReason IS NULL AND outcome IS NULL ORDER BY origin")
-        }) ?? []
+        } }) ?? []
     }
 
     /// Removes one row; `false` when there was none with that id.

@@ -33,7 +33,8 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
     public let idempotencyKey: String
     /// When it was frozen.
     public let createdAt: Date
-    /// Attempts made so far.
+    /// Attempts made so far that reached the server (one that could not connect, or never went out,
+    /// is not counted).
     public let attempts: Int
     /// When it may be tried next.
     public let nextAttemptAt: Date
@@ -43,6 +44,26 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
     public let lastStatus: Int?
     /// Why the last attempt failed, if it did.
     public let lastError: String?
+    /// Its ordering key (``NetworkOperation/orderingKey``): `nil` when it is replayed in its host's
+    /// order, with the other entries of the host that have none.
+    public let orderingKey: String?
+
+    init(
+        id: String, method: HTTPRequest.Method, url: URL, idempotencyKey: String, createdAt: Date, attempts: Int,
+        nextAttemptAt: Date, state: State, lastStatus: Int?, lastError: String?, orderingKey: String? = nil
+    ) {
+        self.id = id
+        self.method = method
+        self.url = url
+        self.idempotencyKey = idempotencyKey
+        self.createdAt = createdAt
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.state = state
+        self.lastStatus = lastStatus
+        self.lastError = lastError
+        self.orderingKey = orderingKey
+    }
 
     /// One short line: id prefix, request, state, attempts, last status.
     public var description: String {
@@ -61,7 +82,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
     func with(state: State) -> OutboxEntry {
         OutboxEntry(
             id: id, method: method, url: url, idempotencyKey: idempotencyKey, createdAt: createdAt, attempts: attempts,
-            nextAttemptAt: nextAttemptAt, state: state, lastStatus: lastStatus, lastError: lastError)
+            nextAttemptAt: nextAttemptAt, state: state, lastStatus: lastStatus, lastError: lastError, orderingKey: orderingKey)
     }
 }
 

@@ -20,6 +20,11 @@ struct OutboxRecord: Sendable {
     var deadReason: OutboxEntry.DeadLetterReason?
     var lastStatus: Int?
     var lastError: String?
+    /// The row's ordering key (``NetworkOperation/orderingKey``); `nil` for the host's lane.
+    var orderingKey: String?
+
+    /// The row's lane in ``ReplayStateMachine``: its ordering key, `""` for the host's.
+    var lane: String { orderingKey ?? "" }
 
     /// The origin an engine replays: `scheme://host:port`, lowercased.
     static func origin(of url: URL) -> String {
@@ -33,7 +38,8 @@ struct OutboxRecord: Sendable {
             id: id, method: method, url: url, idempotencyKey: idempotencyKey,
             createdAt: Date(timeIntervalSince1970: createdAt), attempts: attempts,
             nextAttemptAt: Date(timeIntervalSince1970: nextAttemptAt),
-            state: deadReason.map { .deadLettered($0) } ?? .pending, lastStatus: lastStatus, lastError: lastError)
+            state: deadReason.map { .deadLettered($0) } ?? .pending, lastStatus: lastStatus, lastError: lastError,
+            orderingKey: orderingKey)
     }
 
     /// Decodes a row; `nil` for anything damaged (GRDB's subscript would trap on a wrong type).
@@ -54,13 +60,15 @@ struct OutboxRecord: Sendable {
             expiresAt: column("expiresAt", as: Double.self), maximumAttempts: column("maximumAttempts", as: Int.self),
             attempts: attempts, nextAttemptAt: nextAttemptAt,
             deadReason: column("deadReason", as: String.self).flatMap(OutboxEntry.DeadLetterReason.init(rawValue:)),
-            lastStatus: column("lastStatus", as: Int.self), lastError: column("lastError", as: String.self))
+            lastStatus: column("lastStatus", as: Int.self), lastError: column("lastError", as: String.self),
+            orderingKey: column("orderingKey", as: String.self))
     }
 
     init(
         id: String, origin: String, method: HTTPRequest.Method, url: URL, headers: HTTPFields, body: Data?,
         idempotencyKey: String, createdAt: Double, expiresAt: Double?, maximumAttempts: Int?, attempts: Int = 0,
-        nextAttemptAt: Double, deadReason: OutboxEntry.DeadLetterReason? = nil, lastStatus: Int? = nil, lastError: String? = nil
+        nextAttemptAt: Double, deadReason: OutboxEntry.DeadLetterReason? = nil, lastStatus: Int? = nil, lastError: String? = nil,
+        orderingKey: String? = nil
     ) {
         self.id = id
         self.origin = origin
@@ -77,5 +85,6 @@ struct OutboxRecord: Sendable {
         self.deadReason = deadReason
         self.lastStatus = lastStatus
         self.lastError = lastError
+        self.orderingKey = orderingKey
     }
 }

@@ -89,7 +89,7 @@ final class OutboxReplayer: Sendable {
 
     private func resumeFlushWaitersIfIdle() {
         let (waiters, log) = state.withLockedValue { state -> ([CheckedContinuation<[OutboxEvent], Never>], [OutboxEvent]) in
-            guard state.isStopped || (state.machine.sending == nil && !state.machine.isClaiming && !state.machine.isFlushing) else { return ([], []) }
+            guard state.isStopped || (!state.machine.isSending && !state.machine.isClaiming && !state.machine.isFlushing) else { return ([], []) }
             defer { state.flushWaiters = []; state.flushLog = [] }
             return (state.flushWaiters, state.flushLog)
         }
@@ -119,21 +119,21 @@ final class OutboxReplayer: Sendable {
                 // Only reached through `.claimHead`, which sends the record itself.
                 assertionFailure("send(\(id)) outside a claim")
                 return
-            case .claimHead(let ignoringSchedule):
+            case .claimHead(let claim):
                 let now = Date().timeIntervalSince1970
-                switch database.claimHead(origin: origin, now: now, ignoringSchedule: ignoringSchedule, lease: lease) {
+                switch database.claimHead(origin: origin, claim: claim, now: now, lease: lease) {
                 case .empty:
                     action = state.withLockedValue { $0.machine.headClaimed(nil, decision: nil) }
                 case .failed:
                     action = state.withLockedValue { $0.machine.claimFailed(now: now, jitter: Double.random(in: 0..<1)) }
                 case .head(let head, let decision, let record):
                     if case .deadLetter = decision { deadLettered(record) }
-                    let next = state.withLockedValue { $0.machine.headClaimed(head, decision: decision) }
-                    if case .send = next {
-                        send(record)
-                        return
+                    action = state.withLockedValue { $0.machine.headClaimed(head, decision: decision) }
+                    if case .send = action {
+                        // The other lanes are looked at once this one's request is on its way.
+                        guard send(record) else { return }
+                        action = state.withLockedValue { $0.isStopped ? .idle : $0.machine.sendStarted() }
                     }
-                    action = next
                 }
             }
         }
@@ -153,13 +153,14 @@ final class OutboxReplayer: Sendable {
         previous?.cancel()
     }
 
-    private func send(_ record: OutboxRecord) {
+    /// Sends a claimed row; `false` when it cannot be (the engine is gone, and the replayer stops).
+    private func send(_ record: OutboxRecord) -> Bool {
         guard let operation = makeOperation(record) else {
             // The engine's connectivity is gone (nothing needs this replayer any more): give the claim back.
             database.complete(id: record.id, .retry(at: record.nextAttemptAt), status: record.lastStatus, error: record.lastError,
-                              sent: false, now: Date().timeIntervalSince1970)
+                              counted: false, now: Date().timeIntervalSince1970)
             stop()
-            return
+            return false
         }
         database.replayStarted(operation, for: record.id)
         let renewal = renewLease(of: record.id)
@@ -169,6 +170,7 @@ final class OutboxReplayer: Sendable {
             database.work.async { [self] in attemptFinished(record, result: result, sent: sent) }
         }
         operation.submit()
+        return true
     }
 
     /// Renews the lease on a row every quarter of its length while its replay is on its way. A dispatch
@@ -202,14 +204,15 @@ final class OutboxReplayer: Sendable {
         let now = Date().timeIntervalSince1970
         // On the work queue, like drops: no drop can come between reading this and recording the outcome.
         let dropRequested = database.replayEnded(for: record.id)
+        let counted = ReplayStateMachine.countsAsAttempt(outcome)
         let (completion, next) = state.withLockedValue { state in
             let (completion, next) = state.machine.attemptFinished(
-                id: record.id, attempts: record.attempts + (sent ? 1 : 0), outcome: outcome, now: now, jitter: Double.random(in: 0..<1))
+                id: record.id, attempts: record.attempts + (counted ? 1 : 0), outcome: outcome, now: now, jitter: Double.random(in: 0..<1))
             // A stopped replayer (its engine is gone) records this outcome but claims nothing more.
             return (completion, state.isStopped ? ReplayStateMachine.Action.idle : next)
         }
         var updated = record
-        updated.attempts += sent ? 1 : 0
+        updated.attempts += counted ? 1 : 0
         updated.lastStatus = response?.statusCode
         updated.lastError = errorText
         // Taken before the row records its outcome, so the cross-process watch never settles it instead.
@@ -217,12 +220,12 @@ final class OutboxReplayer: Sendable {
             ? database.detachOperation(for: record.id) : nil
         switch completion {
         case .delivered:
-            database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, sent: sent, now: now)
+            database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, counted: counted, now: now)
             let answer = response ?? NetworkResponse(status: .ok, url: record.url)
             publish(.delivered(updated.entry.with(state: .delivered), answer))
             waiting?.finish(.success(answer))
         case .failedPermanently:
-            database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, sent: sent, now: now)
+            database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, counted: counted, now: now)
             let answer = response ?? NetworkResponse(status: .badRequest, url: record.url)
             publish(.failedPermanently(updated.entry.with(state: .failedPermanently), answer))
             waiting?.finish(result.flatMap { _ in
@@ -234,7 +237,7 @@ final class OutboxReplayer: Sendable {
             database.delete(id: record.id)
             waiting?.finish(.failure(NetworkError(.cancelled, "its outbox entry was dropped", url: record.url.absoluteString)))
         case .retry(let at):
-            database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, sent: sent, now: now)
+            database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, counted: counted, now: now)
             updated.nextAttemptAt = at
             publish(.retryScheduled(updated.entry))
         }

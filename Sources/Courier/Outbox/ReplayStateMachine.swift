@@ -3,13 +3,18 @@
 /// in, as seconds since 1970), no randomness (jitter is passed in).
 ///
 /// Rules:
-/// - one request per origin at a time, strictly in the order they were frozen: the oldest pending
-///   row (the head) goes first, and a head waiting for its retry time holds the rest back;
+/// - the rows of an origin form **lanes**, one per ordering key (``NetworkOperation/orderingKey``; the
+///   rows without one share the host's lane). Within a lane, one request at a time, strictly in the
+///   order they were frozen: the oldest pending row (the lane's head) goes first, and a head waiting
+///   for its retry time holds the rest of its lane back. Lanes do not wait for each other: a stuck
+///   head blocks only its own lane;
 /// - nothing is sent while the host is unreachable; reachability, a timer or a flush wakes the replay;
 /// - a row goes only after a definitive answer: 2xx (delivered) or a 4xx other than 408 and 429
 ///   (failed permanently). 5xx, 408, 429, any other answer and connection failures keep it, with
 ///   exponential backoff and jitter, never sooner than the server's `Retry-After`;
-/// - a row past its time to live, or out of attempts, moves to the dead-letter state.
+/// - a row past its time to live, or out of attempts, moves to the dead-letter state (and its lane
+///   goes on). Only attempts that reached the server count: one that could not connect, or never
+///   went out, does not.
 struct ReplayStateMachine {
     /// Backoff settings.
     struct Backoff: Equatable {
@@ -19,9 +24,11 @@ struct ReplayStateMachine {
         var cap: Double = 300
     }
 
-    /// Facts about the head row of an origin, read in the same transaction that may claim it.
+    /// Facts about the head row of a lane, read in the same transaction that may claim it.
     struct Head: Equatable {
         var id: String
+        /// The row's lane: its ordering key, `""` for the host's lane.
+        var lane: String = ""
         var attempts: Int
         var maximumAttempts: Int?
         var expiresAt: Double?
@@ -38,6 +45,20 @@ struct ReplayStateMachine {
         case deadLetter(OutboxEntry.DeadLetterReason)
         /// Nothing to do before this time.
         case wait(until: Double)
+    }
+
+    /// Which heads a claim looks at, and whether their retry times count.
+    struct Claim: Equatable {
+        /// Lanes with a request of this replayer on its way: not looked at.
+        var excluding: Set<String> = []
+        /// Whether every lane's retry time is ignored (a flush).
+        var ignoringSchedule = false
+        /// Lanes whose retry time is ignored: their wait was a backoff after no connection, and the host
+        /// has answered since.
+        var ignoringScheduleOf: Set<String> = []
+
+        /// Whether a lane's retry time is ignored by this claim.
+        func ignoresSchedule(of lane: String) -> Bool { ignoringSchedule || ignoringScheduleOf.contains(lane) }
     }
 
     /// What a finished attempt means.
@@ -64,37 +85,46 @@ struct ReplayStateMachine {
     }
 
     enum Action: Equatable {
-        /// Read the head row (and claim it if the decision is `.send`).
-        case claimHead(ignoringSchedule: Bool)
-        /// Send the claimed row.
+        /// Choose a head among the lanes (see ``choose(_:now:claim:)``) and claim it if the decision is `.send`.
+        case claimHead(Claim)
+        /// Send the claimed row; then report ``sendStarted()``.
         case send(id: String)
-        /// Come back (fire ``timerFired(now:)``) at this time.
+        /// Come back (fire ``timerFired()``) at this time.
         case wake(at: Double)
-        /// Nothing to do until reachability or a flush.
+        /// Nothing to do until reachability, a flush, or an attempt's end.
         case idle
     }
 
     let backoff: Backoff
     private(set) var isReachable: Bool
-    /// The row being sent, if any.
-    private(set) var sending: String?
-    /// Whether a claim is being made (its answer comes to ``headClaimed(_:decision:)``).
-    private(set) var isClaiming = false
-    /// Whether the claim being made ignores retry times (was made for a flush).
-    private var claimIgnoresSchedule = false
+    /// The rows being sent, by lane.
+    private(set) var sending: [String: String] = [:]
+    /// The claim being made, if any (its answer comes to ``headClaimed(_:decision:)``).
+    private var claimInFlight: Claim?
     private(set) var isFlushing = false
     /// Claims that failed in a row (the database was busy or broken).
     private var claimFailures = 0
-    /// Whether the head waits because its last attempt could not connect (not because the server said
+    /// Lanes whose head waits because its last attempt could not connect (not because the server said
     /// when, nor after a timeout: a slow server is not helped by trying it sooner).
-    private(set) var waitsAfterNoConnection = false
+    private(set) var lanesAfterNoConnection: Set<String> = []
+    /// Connection failures in a row, by lane: they are not attempts, but the backoff grows with them.
+    private var connectFailures: [String: Int] = [:]
     /// The host answered another request while a claim was out.
     private var hostAnsweredDuringClaim = false
+    /// A lane was freed (or a row frozen) while a claim was out: claim again after it.
+    private var needsClaim = false
 
     init(isReachable: Bool, backoff: Backoff = Backoff()) {
         self.isReachable = isReachable
         self.backoff = backoff
     }
+
+    /// Whether a claim is being made.
+    var isClaiming: Bool { claimInFlight != nil }
+    /// Whether a request of this replayer is on its way.
+    var isSending: Bool { !sending.isEmpty }
+    /// Whether some lane waits out a backoff after its last attempt could not connect.
+    var waitsAfterNoConnection: Bool { !lanesAfterNoConnection.isEmpty }
 
     /// How often a row leased by another live replayer is looked at again (so a holder that dies is
     /// noticed within this many seconds, not when its lease runs out).
@@ -107,6 +137,26 @@ struct ReplayStateMachine {
         if let maximum = head.maximumAttempts, head.attempts >= maximum { return .deadLetter(.tooManyAttempts) }
         if !ignoringSchedule && head.nextAttemptAt > now { return .wait(until: head.nextAttemptAt) }
         return .send
+    }
+
+    /// Which of the lanes' heads (oldest first) a claim acts on: the first to dead-letter, else the first
+    /// to send, else the one due soonest; `nil` when no lane the claim looks at has a head.
+    static func choose(_ heads: [Head], now: Double, claim: Claim) -> (head: Head, decision: HeadDecision)? {
+        let decided = heads.filter { !claim.excluding.contains($0.lane) }.map { head in
+            (head: head, decision: decide(head, now: now, ignoringSchedule: claim.ignoresSchedule(of: head.lane)))
+        }
+        if let dead = decided.first(where: { if case .deadLetter = $0.decision { true } else { false } }) { return dead }
+        if let send = decided.first(where: { $0.decision == .send }) { return send }
+        return decided.min { lhs, rhs in
+            guard case .wait(let left) = lhs.decision, case .wait(let right) = rhs.decision else { return false }
+            return left < right
+        }
+    }
+
+    /// Whether an attempt with this outcome counts against ``NetworkOperation/maximumAttempts``: only
+    /// one that reached the server (answered, or sent and unanswered).
+    static func countsAsAttempt(_ outcome: Outcome) -> Bool {
+        outcome != .notSent && outcome != .couldNotConnect
     }
 
     /// The delay before attempt `attempts + 1` after `attempts` failed ones: `base * 2^(attempts-1)`,
@@ -134,79 +184,103 @@ struct ReplayStateMachine {
         return nextClaim()
     }
 
-    /// A timer set by ``Action/wake(at:)`` fired.
+    /// A timer set by ``Action/wake(at:)`` fired, or a row was frozen.
     mutating func timerFired() -> Action { nextClaim() }
 
     /// Send what can be sent now, ignoring retry times (but not reachability): `courier outbox flush`.
     mutating func flush() -> Action {
         guard isReachable else { return .idle }
         isFlushing = true
-        guard sending == nil, !isClaiming else { return .idle }
-        return claim(ignoringSchedule: true)
+        // A claim under way answers first (see headClaimed); lanes on their way go on after their attempt.
+        guard !isClaiming else { return .idle }
+        return claim(Claim(excluding: Set(sending.keys), ignoringSchedule: true))
     }
 
-    /// The answer to ``Action/claimHead(ignoringSchedule:)``: the decision taken on the head, or `nil`
-    /// when the origin has nothing pending. A dead-lettered head is already recorded by the caller.
+    /// The answer to ``Action/claimHead(_:)``: the head chosen and the decision taken on it, or `nil`
+    /// when no lane looked at has anything pending. A dead-lettered head is already recorded by the caller.
     mutating func headClaimed(_ head: Head?, decision: HeadDecision?) -> Action {
-        isClaiming = false
+        let claimed = claimInFlight ?? Claim()
+        claimInFlight = nil
         claimFailures = 0
         guard let head, let decision else {
-            isFlushing = false
+            if needsClaim { return nextClaim() }
+            if sending.isEmpty { isFlushing = false }
+            hostAnsweredDuringClaim = false
             return .idle
         }
         switch decision {
         case .send:
-            sending = head.id
+            precondition(sending[head.lane] == nil, "a second request of lane \(head.lane) claimed while one is on its way")
+            sending[head.lane] = head.id
+            lanesAfterNoConnection.remove(head.lane)
             return .send(id: head.id)
         case .deadLetter:
-            return nextClaim()
+            // The lane's next row is its head now.
+            return claim(Claim(excluding: Set(sending.keys), ignoringSchedule: claimed.ignoringSchedule,
+                               ignoringScheduleOf: claimed.ignoringScheduleOf))
         case .wait(let until):
             defer { hostAnsweredDuringClaim = false }
-            // The host answered while this claim read the retry time: a backoff after no connection ends now.
-            if hostAnsweredDuringClaim && waitsAfterNoConnection && head.leasedUntil == nil && !claimIgnoresSchedule {
-                waitsAfterNoConnection = false
-                return claim(ignoringSchedule: true)
+            // The host answered while this claim read the retry times: backoffs after no connection end now.
+            if hostAnsweredDuringClaim && waitsAfterNoConnection && !claimed.ignoringSchedule {
+                let lanes = lanesAfterNoConnection
+                lanesAfterNoConnection = []
+                return claim(Claim(excluding: Set(sending.keys), ignoringScheduleOf: lanes))
             }
-            // A flush asked for while an ordinary claim was out: that claim saw the retry time, the flush
+            // A flush asked for while an ordinary claim was out: that claim saw the retry times, the flush
             // must not. (A lease held by another replayer ends the flush: that one is sending.)
-            if isFlushing && !claimIgnoresSchedule && head.leasedUntil == nil {
-                return claim(ignoringSchedule: true)
+            if isFlushing && !claimed.ignoringSchedule && head.leasedUntil == nil {
+                return claim(Claim(excluding: Set(sending.keys), ignoringSchedule: true))
             }
+            // A lane was freed meanwhile: look again (that claim sets the timer).
+            if needsClaim { return nextClaim() }
             isFlushing = false
             return .wake(at: until)
         }
     }
 
-    /// The claimed row's attempt ended. Returns what becomes of the row (the caller records it) and
-    /// what to do next.
+    /// The row of ``Action/send(id:)`` was handed to the engine: the other lanes are looked at.
+    mutating func sendStarted() -> Action { nextClaim() }
+
     /// The outbox could not be read or written (busy, disk full): try again after a backoff, instead of
     /// taking the failure for "nothing pending" and waiting for the next reachability change.
     mutating func claimFailed(now: Double, jitter: Double) -> Action {
-        isClaiming = false
+        claimInFlight = nil
+        needsClaim = false
         isFlushing = false
         claimFailures += 1
         return .wake(at: now + delay(afterAttempts: claimFailures, jitter: jitter))
     }
 
-    /// Another request to the same host just got an answer: the host is back, so a head waiting out a
-    /// backoff after it could not connect is tried now (a wait the server asked for, Retry-After or an
-    /// answered retry, and a backoff after a timeout are kept).
+    /// Another request to the same host just got an answer: the host is back, so heads waiting out a
+    /// backoff after they could not connect are tried now (a wait the server asked for, Retry-After or
+    /// an answered retry, and a backoff after a timeout are kept).
     mutating func hostAnswered() -> Action {
-        guard isReachable, waitsAfterNoConnection, sending == nil else { return .idle }
+        guard isReachable, waitsAfterNoConnection else { return .idle }
         guard !isClaiming else {
-            // The claim under way reads the retry time; its answer decides (see headClaimed).
+            // The claim under way reads the retry times; its answer decides (see headClaimed).
             hostAnsweredDuringClaim = true
             return .idle
         }
-        waitsAfterNoConnection = false
-        return claim(ignoringSchedule: true)
+        let lanes = lanesAfterNoConnection
+        lanesAfterNoConnection = []
+        return claim(Claim(excluding: Set(sending.keys), ignoringSchedule: isFlushing, ignoringScheduleOf: lanes))
     }
 
+    /// The claimed row's attempt ended. Returns what becomes of the row (the caller records it) and
+    /// what to do next. `attempts` counts the attempts that reached the server, this one included if
+    /// it did (see ``countsAsAttempt(_:)``).
     mutating func attemptFinished(
         id: String, attempts: Int, outcome: Outcome, now: Double, jitter: Double
     ) -> (completion: Completion, next: Action) {
-        if sending == id { sending = nil }
-        waitsAfterNoConnection = outcome == .couldNotConnect
+        let lane = sending.first { $0.value == id }?.key ?? ""
+        if sending[lane] == id { sending[lane] = nil }
+        if outcome == .couldNotConnect {
+            lanesAfterNoConnection.insert(lane)
+            connectFailures[lane, default: 0] += 1
+        } else {
+            lanesAfterNoConnection.remove(lane)
+            if outcome != .notSent { connectFailures[lane] = nil }
+        }
         if let completion = Self.classify(outcome) {
             return (completion, nextClaim())
         }
@@ -217,7 +291,9 @@ struct ReplayStateMachine {
         }
         var retryAfter: Double?
         if case .answered(_, let after) = outcome { retryAfter = after }
-        let at = now + delay(afterAttempts: attempts, jitter: jitter, retryAfter: retryAfter)
+        // Connection failures are not attempts, yet a host that stays away is tried less and less often.
+        let failures = outcome == .couldNotConnect ? max(attempts, connectFailures[lane] ?? 0) : attempts
+        let at = now + delay(afterAttempts: failures, jitter: jitter, retryAfter: retryAfter)
         isFlushing = false
         // The head now waits for `at`; claiming again reads that and sets the timer.
         return (.retry(at: at), nextClaim())
@@ -226,15 +302,19 @@ struct ReplayStateMachine {
     private mutating func nextClaim() -> Action {
         guard isReachable else {
             isFlushing = false
+            needsClaim = false
             return .idle
         }
-        guard sending == nil, !isClaiming else { return .idle }
-        return claim(ignoringSchedule: isFlushing)
+        guard !isClaiming else {
+            needsClaim = true
+            return .idle
+        }
+        return claim(Claim(excluding: Set(sending.keys), ignoringSchedule: isFlushing))
     }
 
-    private mutating func claim(ignoringSchedule: Bool) -> Action {
-        isClaiming = true
-        claimIgnoresSchedule = ignoringSchedule
-        return .claimHead(ignoringSchedule: ignoringSchedule)
+    private mutating func claim(_ claim: Claim) -> Action {
+        claimInFlight = claim
+        needsClaim = false
+        return .claimHead(claim)
     }
 }
