@@ -53,7 +53,8 @@ extension NetworkEngine {
         /// refuses it (`no-cache`, `max-age`, `min-fresh`, `max-stale`). Operations can override it
         /// (``NetworkOperation/servesStaleWhenDisconnected``).
         public var servesStaleWhenDisconnected = true
-        /// Where the engine logs (debug and trace only). Silent by default.
+        /// Where the engine logs: debug and trace, and one error when a damaged outbox is set aside (requests
+        /// the user asked to keep may be lost). Silent by default.
         public var logger: Logger = .courierSilent
         /// How the engine learns whether its host can be reached. `nil` (the default): the engine watches
         /// its host with ``SystemReachability``. Give a ``ManualReachability`` to drive it yourself.
