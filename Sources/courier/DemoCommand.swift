@@ -31,6 +31,7 @@ struct Demo {
             try await downloadProgress(engine, server)
             await typedErrors(engine, server)
             try await offlineOutbox()
+            try await offlineCache()
         } catch {
             try? await server.shutdown()
             throw error

@@ -243,6 +243,9 @@ struct CLITests {
         #expect(demo.stdout.contains("connectionLost"))
         #expect(demo.stdout.contains("the server saw 3 Idempotency-Keys, each exactly once"))
         #expect(demo.stdout.contains("(its task was cancelled): stillFrozen; the note stays in the outbox"))
+        #expect(demo.stdout.contains("GET /cache/0 → 200, cacheOutcome stale, isCachedResponse true"))
+        #expect(demo.stdout.contains("servesStaleWhenDisconnected = false → cannotConnect"))
+        #expect(demo.stdout.contains("→ 304 from the cache"))
         #expect(ContinuousClock.now - started < .seconds(45), "the demo must stay well under a minute")
     }
 }
