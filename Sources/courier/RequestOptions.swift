@@ -40,6 +40,11 @@ struct RequestOptions: ParsableArguments {
     }
 
     /// `Name: value` strings as name/value pairs; a malformed one is a usage error.
+    static func headerPairs(_ headers: [String]) throws(CLIFailure) -> [(String, String)] {
+        try parse(headers)
+    }
+
+    /// `Name: value` strings as name/value pairs; a malformed one is a usage error.
     static func parse(_ headers: [String]) throws(CLIFailure) -> [(String, String)] {
         var parsed: [(String, String)] = []
         for header in headers {

@@ -19,6 +19,8 @@ struct APIFrictionTests {
         #expect(!form.contains("hunter2") && form.contains("user=ada") && form.contains("password=***"), "\(form)")
         let json = engine.operation(path: "login", method: .post, body: .json(Login(user: "ada", credentials: ["secret": "s3cr3t"]))).curlCommand
         #expect(!json.contains("s3cr3t") && json.contains("ada"), "\(json)")
+        let nested = engine.operation(path: "x", method: .post, body: .json(["token": ["abc-123"]])).curlCommand
+        #expect(!nested.contains("abc-123"), "a secret's whole value, array or object, is masked")
         let custom = NetworkEngine.fake(FakeTransport()) { $0.sensitiveParameterNames.insert("pin") }
         #expect(!custom.operation(path: "x", params: ["pin": "1234"]).curlCommand.contains("1234"))
     }

@@ -73,14 +73,19 @@ struct CachePartialContentTests {
 
     // MARK: Tier 2
 
-    /// An origin serving "abcdefghij" with ETag `etag`, honouring single ranges and If-Range (RFC 9110 §13.1.5, §14).
-    static func origin(etag: NIOLockedValueBox<String>) -> FakeTransport {
+    /// An origin serving "abcdefghij" with ETag `"e"` (an upper-case version under any other tag),
+    /// honouring single ranges and, unless `ignoresIfRange`, If-Range (RFC 9110 §13.1.5, §14).
+    static func origin(etag: NIOLockedValueBox<String>, ignoresIfRange: Bool = false) -> FakeTransport {
         FakeTransport { request in
-            let content = Data("abcdefghij".utf8)
             let tag = etag.withLockedValue { $0 }
+            let content = Data((tag == "\"e\"" ? "abcdefghij" : "ABCDEFGHIJ").utf8)
             var headers: HTTPFields = [.cacheControl: "max-age=600", .eTag: tag, .contentType: "text/plain"]
             let ifRange = request.headers[.ifRange]
-            if let range = Partial.requestedRange(request.headers), ifRange == nil || ifRange == tag,
+            if let requested = Partial.requestedRange(request.headers), requested.resolved(completeLength: content.count) == nil {
+                headers[.contentRange] = "bytes */\(content.count)"
+                return FakeTransport.reply(status: 416, headers: headers, data: Data())
+            }
+            if let range = Partial.requestedRange(request.headers), ignoresIfRange || ifRange == nil || ifRange == tag,
                 let bytes = range.resolved(completeLength: content.count)
             {
                 headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(content.count)"
@@ -129,15 +134,64 @@ struct CachePartialContentTests {
         #expect(transport.requestCount == 2)
     }
 
-    @Test func aChangedRepresentationComesBackWhole() async throws {
+    @Test(arguments: [false, true])
+    func aChangedRepresentationComesBackWholeNeverSpliced(originIgnoresIfRange: Bool) async throws {
         let etag = NIOLockedValueBox("\"e\"")
-        let transport = Self.origin(etag: etag)
+        let transport = Self.origin(etag: etag, ignoresIfRange: originIgnoresIfRange)
         let engine = engine(transport)
         _ = try await engine.send(ranged(engine, "bytes=0-4"))
         etag.withLockedValue { $0 = "\"f\"" }
         let whole = try await engine.send(engine.operation(path: "file"))
-        #expect(whole.statusCode == 200 && whole.string == "abcdefghij" && whole.headers[.eTag] == "\"f\"")
-        #expect(transport.requests.last?.headers[.ifRange] == "\"e\"", "asked conditionally; the origin sent everything")
-        #expect(try await engine.send(engine.operation(path: "file")).cacheOutcome == .hit)
+        #expect(whole.statusCode == 200 && whole.string == "ABCDEFGHIJ" && whole.headers[.eTag] == "\"f\"")
+        #expect(transport.requests.dropFirst().first?.headers[.ifRange] == "\"e\"", "asked conditionally first")
+        if originIgnoresIfRange {
+            #expect(transport.requestCount == 3, "a 206 of the new representation is dropped and everything asked for")
+            #expect(transport.requests.last?.headers[.range] == nil)
+        }
+        #expect(try await engine.send(engine.operation(path: "file")).string == "ABCDEFGHIJ")
+    }
+
+    @Test func a416ToTheCachesOwnRangeAsksForEverything() async throws {
+        // The stored part claims a length the origin no longer has: bytes=10- is unsatisfiable now.
+        let transport = FakeTransport { request in
+            if request.headers[.range] == "bytes=10-" {
+                return FakeTransport.reply(status: 416, headers: [.contentRange: "bytes */10", .eTag: "\"e\""], data: Data())
+            }
+            if request.headers[.range] == "bytes=0-9" {
+                return FakeTransport.reply(status: 206, headers: [
+                    .cacheControl: "max-age=600", .eTag: "\"e\"", .contentRange: "bytes 0-9/20",
+                ], data: Data("0123456789".utf8))
+            }
+            return FakeTransport.reply(status: 200, headers: [.cacheControl: "max-age=600", .eTag: "\"e\""], data: Data("0123456789".utf8))
+        }
+        let engine = engine(transport)
+        _ = try await engine.send(ranged(engine, "bytes=0-9"))
+        let whole = try await engine.send(engine.operation(path: "file"))
+        #expect(whole.statusCode == 200 && whole.string == "0123456789")
+        #expect(transport.requestCount == 3 && transport.requests.last?.headers[.range] == nil)
+    }
+
+    @Test func a206WhoseBodyDoesNotMatchItsContentRangeIsNotStored() async throws {
+        let transport = FakeTransport { _ in
+            FakeTransport.reply(status: 206, headers: [.cacheControl: "max-age=600", .contentRange: "bytes 0-4/10"], data: Data("ab".utf8))
+        }
+        let engine = engine(transport)
+        _ = try await engine.send(ranged(engine, "bytes=0-4"))
+        let again = try await engine.send(ranged(engine, "bytes=0-4"))
+        #expect(again.cacheOutcome == .miss && transport.requestCount == 2, "nothing usable was stored (and nothing crashed)")
+        #expect(try await engine.send(engine.operation(path: "file")).cacheOutcome == .miss)
+    }
+
+    @Test func theCallersIfRangeDecidesBetweenAPartAndTheWhole() async throws {
+        let transport = Self.origin(etag: NIOLockedValueBox("\"e\""))
+        let engine = engine(transport)
+        _ = try await engine.send(engine.operation(path: "file"))
+        let current = try await engine.send(ranged(engine, "bytes=0-4").setHeader("\"e\"", forName: "If-Range"))
+        #expect(current.statusCode == 206 && current.string == "abcde")
+        let outdated = try await engine.send(ranged(engine, "bytes=0-4").setHeader("\"old\"", forName: "If-Range"))
+        #expect(outdated.statusCode == 200 && outdated.string == "abcdefghij", "RFC 9110 §13.1.5: the whole representation")
+        let weak = try await engine.send(ranged(engine, "bytes=0-4").setHeader("W/\"e\"", forName: "If-Range"))
+        #expect(weak.statusCode == 200, "If-Range compares strongly")
+        #expect(transport.requestCount == 1)
     }
 }

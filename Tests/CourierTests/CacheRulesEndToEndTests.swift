@@ -175,6 +175,25 @@ struct CacheRulesEndToEndTests {
         #expect(try await engine.send(variant("2")).cacheOutcome == .revalidated, "variant 2 was not freshened")
     }
 
+    @Test func a304WithoutValidatorsConfirmsTheEntryTheCacheAskedAbout() async throws {
+        let modified = HTTPDate.format(clock.now.addingTimeInterval(-86_400))
+        let transport = FakeTransport { [clock] request in
+            if request.headers[.ifModifiedSince] != nil {
+                return FakeTransport.reply(status: 304, headers: [.date: HTTPDate.format(clock.now)], data: Data())
+            }
+            return FakeTransport.reply(status: 200, headers: [
+                .cacheControl: "max-age=10", .date: HTTPDate.format(clock.now), .lastModified: modified,
+            ], body: "stored")
+        }
+        let (engine, _) = engine(transport)
+        _ = try await engine.send(engine.operation(path: "a"))
+        clock.advance(100)
+        let revalidated = try await engine.send(engine.operation(path: "a"))
+        #expect(revalidated.statusCode == 200 && revalidated.string == "stored" && revalidated.cacheOutcome == .revalidated,
+                "RFC 9110 §15.4.5: a 304 need not repeat the validator")
+        #expect(transport.requests.last?.headers[.ifModifiedSince] == modified)
+    }
+
     // MARK: Items 5, 6, 7, 10
 
     @Test func equivalentAcceptLanguagesShareAStoredResponse() async throws {
@@ -227,20 +246,24 @@ struct CacheRulesEndToEndTests {
         }
     }
 
-    @Test func aPostResponseAnswersALaterGetOfItsContentLocation() async throws {
+    @Test func aPostResponseAnswersALaterGetWhenItsContentLocationIsThePostsOwnURI() async throws {
         let transport = FakeTransport { [clock] request in
             if request.method == .post {
+                let location = request.url.path.hasSuffix("/items/7") ? "/v1/items/7" : "/v1/items/8"
                 return FakeTransport.reply(status: 200, headers: [
-                    .cacheControl: "max-age=60", .date: HTTPDate.format(clock.now), .contentLocation: "/v1/items/7",
-                ], body: "item 7")
+                    .cacheControl: "max-age=60", .date: HTTPDate.format(clock.now), .contentLocation: location,
+                ], body: "item from POST")
             }
             return FakeTransport.reply(status: 200, headers: [:], body: "from the origin")
         }
         let (engine, _) = engine(transport)
-        _ = try await engine.send(engine.operation(path: "items", method: .post))
+        _ = try await engine.send(engine.operation(path: "items/7", method: .post))
         let get = try await engine.send(engine.operation(path: "items/7"))
-        #expect(get.cacheOutcome == .hit && get.string == "item 7")
-        #expect(transport.requestCount == 1)
+        #expect(get.cacheOutcome == .hit && get.string == "item from POST", "RFC 9110 §9.3.3: a representation of the POST's own resource")
+        // A POST to one URI naming another never plants a response there (RFC 9110 §8.7).
+        _ = try await engine.send(engine.operation(path: "items", method: .post))
+        let other = try await engine.send(engine.operation(path: "items/8"))
+        #expect(other.cacheOutcome == .miss && other.string == "from the origin")
     }
 
     @Test func aCredentialProviderLooksUpUnderThePartitionItStoredUnder() async throws {

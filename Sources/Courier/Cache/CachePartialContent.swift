@@ -142,7 +142,10 @@ enum CachePartialContent {
 
     /// The span of a complete stored response (all of its body).
     private static func completeSpan(_ entry: CachedResponseEntry) -> Span? {
-        guard entry.span == nil, entry.status.code == 200, !entry.body.isEmpty else { return nil }
+        // A body stored decoded (Content-Encoding) is not the representation ranges count in.
+        guard entry.status.code == 200, !entry.body.isEmpty,
+            entry.headers[values: .contentEncoding].allSatisfy({ CacheHeaderSyntax.asciiLowercased($0) == "identity" })
+        else { return nil }
         return Span(first: 0, last: entry.body.count - 1, completeLength: entry.body.count)
     }
 
@@ -173,12 +176,53 @@ enum CachePartialContent {
         return [.range: range, .ifRange: validator]
     }
 
+    /// The bytes a completion request (``completionRequest(for:)``) asks for, to check the answer.
+    struct Completion: Sendable, Equatable {
+        var range: ClosedRange<Int>
+        var completeLength: Int
+        /// The `If-Range` value sent.
+        var validator: String
+
+        /// The completion asked for `partial`, if any.
+        init?(for partial: CachedResponseEntry) {
+            guard let fields = CachePartialContent.completionRequest(for: partial), let span = partial.span,
+                let validator = fields[.ifRange]
+            else { return nil }
+            range = span.first == 0 ? (span.last + 1)...(span.completeLength - 1) : 0...(span.first - 1)
+            completeLength = span.completeLength
+            self.validator = validator
+        }
+
+        /// Whether a response completes the stored part: a 206 of exactly the missing bytes of the same
+        /// length, with the validator sent in `If-Range`. Anything else (a 416, other bytes, another
+        /// validator from a server that ignores If-Range) does not: the request is then sent again
+        /// without `Range` and `If-Range`. A 200 is the whole representation and is used as it is.
+        func isCompleted(by status: Int, headers: HTTPFields) -> Bool {
+            guard status == 206, headers[values: .contentRange].count == 1,
+                let span = headers[.contentRange].flatMap(CachePartialContent.span(contentRange:)),
+                span.first == range.lowerBound, span.last == range.upperBound, span.completeLength == completeLength
+            else { return false }
+            if validator.hasPrefix("\"") {
+                guard let sent = CacheRevalidation.EntityTag(validator), let got = headers[.eTag].flatMap(CacheRevalidation.EntityTag.init)
+                else { return false }
+                return sent.strongMatches(got)
+            }
+            return headers[.lastModified] == validator
+        }
+
+        /// Whether the answer is to be dropped and the request sent again, whole: not the 206 asked for,
+        /// and not a 200 (which is the whole representation anyway).
+        func mustResendWhole(status: Int, headers: HTTPFields) -> Bool {
+            status != 200 && !isCompleted(by: status, headers: headers) && (status == 206 || status == 416)
+        }
+    }
+
     /// A stored response (complete or partial) answering `range`: a 206 with its `Content-Range`,
     /// `Content-Length` and the bytes asked for; `nil` when the stored bytes do not cover it or it is
     /// unsatisfiable.
     static func slice(_ entry: CachedResponseEntry, range requested: RequestedRange) -> (headers: HTTPFields, body: Data)? {
         guard let span = entry.span ?? completeSpan(entry), let range = requested.resolved(completeLength: span.completeLength),
-            span.covers(range)
+            span.covers(range), Int64(entry.body.count) == Int64(span.count)
         else { return nil }
         var headers = entry.headers
         headers[.contentRange] = Span(first: range.lowerBound, last: range.upperBound, completeLength: span.completeLength).contentRange
@@ -190,10 +234,34 @@ enum CachePartialContent {
     /// Whether `entry` can answer a request with these header fields: a complete response answers any
     /// request; a partial one only a `Range` request whose bytes it holds.
     static func canAnswer(_ entry: CachedResponseEntry, requestHeaders: HTTPFields) -> Bool {
-        guard let span = entry.span else { return true }
-        guard let requested = requestedRange(requestHeaders), let range = requested.resolved(completeLength: span.completeLength)
+        guard entry.status.code == 206 else { return true }
+        guard let span = entry.span, let requested = effectiveRange(requestHeaders, for: entry),
+            let range = requested.resolved(completeLength: span.completeLength)
         else { return false }
         return span.covers(range)
+    }
+
+    /// The range a request asks of `entry`: its `Range`, unless an `If-Range` does not hold for the
+    /// entry (RFC 9110 §13.1.5: then the whole representation is the answer).
+    static func effectiveRange(_ requestHeaders: HTTPFields, for entry: CachedResponseEntry) -> RequestedRange? {
+        guard let range = requestedRange(requestHeaders) else { return nil }
+        return ifRangeHolds(requestHeaders, for: entry) ? range : nil
+    }
+
+    /// Whether the request's `If-Range` (if any) holds for `entry` (RFC 9110 §13.1.5): an entity tag
+    /// matching the entry's by strong comparison, or a date exactly equal to the entry's Last-Modified
+    /// when that is strong (its Date at least a second later).
+    static func ifRangeHolds(_ requestHeaders: HTTPFields, for entry: CachedResponseEntry) -> Bool {
+        guard let condition = requestHeaders[.ifRange].map({ String(CacheHeaderSyntax.trimmingOWS(Substring($0))) }) else { return true }
+        if condition.hasPrefix("\"") || condition.hasPrefix("W/") {
+            guard let wanted = CacheRevalidation.EntityTag(condition), let stored = entry.entityTag.flatMap(CacheRevalidation.EntityTag.init)
+            else { return false }
+            return wanted.strongMatches(stored)
+        }
+        guard let date = HTTPDate.parse(condition), let modified = entry.lastModified.flatMap({ HTTPDate.parse($0) }),
+            date == modified, let served = entry.headers[values: .date].first.flatMap({ HTTPDate.parse($0) })
+        else { return false }
+        return served.timeIntervalSince(modified) >= 1
     }
 
     private static func digits(_ text: Substring) -> Int? {
@@ -204,8 +272,12 @@ enum CachePartialContent {
 
 extension CachedResponseEntry {
     /// The bytes a stored 206 holds (RFC 9111 §3.3), from its `Content-Range`; `nil` for a complete response.
+    /// `nil` too for a 206 whose body is not exactly the bytes its Content-Range names (such an entry
+    /// answers nothing: see `CachePartialContent.canAnswer`).
     var span: CachePartialContent.Span? {
-        guard status.code == 206 else { return nil }
-        return headers[values: .contentRange].first.flatMap(CachePartialContent.span(contentRange:))
+        guard status.code == 206, let span = headers[values: .contentRange].first.flatMap(CachePartialContent.span(contentRange:)),
+            Int64(body.count) == Int64(span.count)
+        else { return nil }
+        return span
     }
 }

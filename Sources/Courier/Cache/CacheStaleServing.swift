@@ -22,7 +22,8 @@ enum CacheStaleServing {
 
     /// Why the network did not answer usefully.
     enum Failure: Sendable, Equatable {
-        /// The origin could not be reached (no route, refused, name not resolved, connect timeout).
+        /// The origin could not be reached (no route, refused, name not resolved, or reachability says
+        /// the host is down). A timeout is not counted: it does not tell a slow origin from an absent one.
         case disconnected
         /// Any other failure: a transport error, or a 500, 502, 503 or 504 from the origin.
         case error

@@ -12,9 +12,15 @@ extension ResponseCache {
     ///   - url: The absolute URL.
     ///   - headers: The request header fields that select among variants (`Accept-Language`, ...) and
     ///     credentials (`Authorization`: responses stored for other credentials are never returned).
+    ///   - sensitiveHeaderNames: Names that carry credentials besides the defaults (`Authorization`,
+    ///     `Cookie`, `X-API-Key`, ...): those the storing engine added to its
+    ///     ``NetworkEngine/Configuration/sensitiveHeaderNames`` and its credential provider's fields.
+    ///     Responses are partitioned by these fields' values.
     /// - Returns: The response, marked ``NetworkResponse/isCachedResponse`` with its current `Age`, or
     ///   `nil` when nothing matches.
-    public func storedResponse(for url: URL, headers: [String: String] = [:]) async -> NetworkResponse? {
+    public func storedResponse(
+        for url: URL, headers: [String: String] = [:], sensitiveHeaderNames: Set<String> = []
+    ) async -> NetworkResponse? {
         var fields = HTTPFields()
         for (name, value) in headers { if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) } }
         let candidates: [CachedResponseEntry]
@@ -23,7 +29,8 @@ extension ResponseCache {
         } else {
             candidates = await withCheckedContinuation { continuation in readDisk(for: url) { continuation.resume(returning: $0) } }
         }
-        let request = CacheLookup.Request(url: url, headers: fields, credentialPartition: NetworkOperation.credentialPartition(of: fields))
+        let request = CacheLookup.Request(url: url, headers: fields, credentialPartition: NetworkOperation.credentialPartition(
+            of: fields, names: SensitiveHeaders.defaultNames.union(sensitiveHeaderNames.map { $0.lowercased() })))
         guard let entry = CacheLookup.select(request, from: candidates) else { return nil }
         let age = CacheFreshness.currentAge(headers: entry.headers, requestTime: entry.requestTime, responseTime: entry.responseTime, now: now())
         return NetworkResponse(

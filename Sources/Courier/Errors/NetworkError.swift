@@ -69,6 +69,12 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         /// handlers and ``NetworkEngine/outboxEvents`` still hear the outcome. Only
         /// ``NetworkOperation/cancel()`` or ``Outbox/drop(_:)`` removes it.
         public static let stillFrozen = Code("stillFrozen")
+        /// A file to upload, or a download's destination, could not be read or written: missing, not
+        /// writable, disk full, or it changed size while being sent.
+        public static let fileUnavailable = Code("fileUnavailable")
+        /// A one-shot stream cannot be read again: a request body a 307/308 redirect, a retry or freezing
+        /// needed to send again, or a second iteration of ``NetworkOperation/bodyStream``.
+        public static let bodyNotReplayable = Code("bodyNotReplayable")
         /// Any other transport failure; ``NetworkError/underlying`` holds the cause.
         public static let transport = Code("transport")
 

@@ -53,7 +53,8 @@ extension NetworkOperation {
                     .stillFrozen, "the waiting task was cancelled; the request stays in the outbox and will be sent",
                     url: urlString)))
             } else {
-                cancel()
+                // A cancelled task is not a decision about a resumable download's partial file: it is kept.
+                cancel(discardingPartialDownload: false)
             }
         }
         waiter.settled()

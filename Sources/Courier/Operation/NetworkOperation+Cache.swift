@@ -26,7 +26,7 @@ extension NetworkOperation {
     /// URL to read, or `nil` when the lookup needs no disk read (no cache, memory holds the URL, not a
     /// GET or HEAD, dependencies pending).
     func diskReadBeforeLookup(hasPendingDependencies: Bool) -> (cache: ResponseCache, url: URL)? {
-        guard let cache = context.configuration.cache, let url = requestURL, !hasPendingDependencies,
+        guard let cache = context.configuration.cache, let url = requestURL, !hasPendingDependencies, !isExclusiveTransfer,
             method == .get || method == .head, cache.memoryCandidates(for: url) == nil
         else { return nil }
         return (cache, url)
@@ -36,7 +36,8 @@ extension NetworkOperation {
     /// answered (the operation is finished and never enters the queue).
     /// - Parameter stored: The stored variants, when already read from disk; otherwise they are read here.
     func consultCache(hasPendingDependencies: Bool, stored: [CachedResponseEntry]? = nil) -> Bool {
-        guard let cache = context.configuration.cache, let url = requestURL, !hasPendingDependencies else { return false }
+        guard let cache = context.configuration.cache, let url = requestURL, !hasPendingDependencies, !isExclusiveTransfer
+        else { return false }
         let now = cache.now()
         guard method == .get || method == .head else { return false }
         let (headers, policy) = storage.withLockedValue { storage in
@@ -67,7 +68,8 @@ extension NetworkOperation {
             addValidators(conditionalHeaders, for: entry)
             return false
         case .miss:
-            askForMissingPart(of: matching, requestHeaders: headers)
+            // A forced reload reuses nothing stored.
+            if policy != .reloadIgnoringCache { askForMissingPart(of: matching, requestHeaders: headers) }
             return false
         case .unsatisfiable:
             if policy == .cacheOnly {
@@ -80,6 +82,10 @@ extension NetworkOperation {
             return true
         }
     }
+
+    /// Downloads to files and streamed bodies bypass the cache: a stored body is never buffered whole to
+    /// serve them, and theirs is never held in the memory tier.
+    var isExclusiveTransfer: Bool { storage.withLockedValue { $0.transfer.isExclusive } }
 
     /// Keeps `entry` for the answer and adds the cache's validators to the request, unless the
     /// application made the request conditional itself: its condition goes to the origin unchanged
@@ -130,7 +136,7 @@ extension NetworkOperation {
     /// Stores, merges or invalidates after the network answered; may answer from the cache instead
     /// when the network failed (stale-if-error, `fallsBackToCacheOnError`, disconnected).
     func applyCache(to result: Result<NetworkResponse, NetworkError>) -> Result<NetworkResponse, NetworkError> {
-        guard let cache = context.configuration.cache, let url = requestURL else { return result }
+        guard let cache = context.configuration.cache, let url = requestURL, !isExclusiveTransfer else { return result }
         let now = cache.now()
         let (state, headers) = storage.withLockedValue { ($0.cache, $0.sentHeaders ?? $0.headers) }
         let requestTime = state.requestTime ?? now
@@ -156,6 +162,11 @@ extension NetworkOperation {
                 return .success(stale)
             }
             switch CacheStorability.verdict(requestMethod: method, requestHeaders: headers, status: response.status, responseHeaders: response.headers) {
+            case .storable where response.statusCode == 206
+                && CachePartialContent.storableSpan(status: response.status, headers: response.headers, bodyCount: response.body.count) == nil:
+                context.configuration.logger.debug("courier response not stored", metadata: [
+                    "courier-url": "\(response.url.redactedForLogs)", "courier-reason": "206 body does not match its Content-Range",
+                ])
             case .storable:
                 let new = entry(for: response, requestHeaders: headers, requestTime: requestTime, now: now, names: names)
                 if let stored = partialToStore(new, matching: state.matching) { cache.store(stored) }
@@ -183,7 +194,15 @@ extension NetworkOperation {
         _ response: NetworkResponse, state: CacheState, requestTime: Date, now: Date, in cache: ResponseCache
     ) -> NetworkResponse {
         let candidates = state.matching.isEmpty ? state.entry.map { [$0] } ?? [] : state.matching
-        let selected = CacheRevalidation.selectStoredForNotModified(candidates, notModified: response.headers)
+        var selected = CacheRevalidation.selectStoredForNotModified(candidates, notModified: response.headers)
+        // A 304 may carry no validator at all (RFC 9110 §15.4.5): it answers the cache's own conditions,
+        // so it is about the entry they came from.
+        if selected.isEmpty, state.addedValidators, let entry = state.entry,
+            response.headers[.eTag] == nil, response.headers[.lastModified] == nil,
+            let index = candidates.firstIndex(of: entry)
+        {
+            selected = [index]
+        }
         var served: CachedResponseEntry?
         for index in selected {
             let merged = CacheRevalidation.merge(stored: candidates[index], notModified: response.headers, requestTime: requestTime, responseTime: now)
@@ -193,8 +212,12 @@ extension NetworkOperation {
         var passedOn = response
         passedOn.cacheOutcome = selected.isEmpty ? .miss : .revalidated
         if !selected.isEmpty { cache.record(.revalidated) }
-        guard state.addedValidators, let served, let entry = state.entry, selected.contains(where: { candidates[$0] == entry }) else {
-            return passedOn
+        guard state.addedValidators, let entry = state.entry else { return passedOn }
+        guard let served, selected.contains(where: { candidates[$0] == entry }) else {
+            // The server said "not modified" to the cache's conditions but named another validator: the
+            // entry is not updated with it (§4.3.4), but the caller, who never asked for a 304, gets the
+            // stored response the conditions came from.
+            return cachedResponse(entry, age: age(of: entry, now: now), omitBody: method == .head, outcome: .revalidated)
         }
         return cachedResponse(served, age: age(of: served, now: now), omitBody: method == .head, outcome: .revalidated)
     }
@@ -250,17 +273,17 @@ extension NetworkOperation {
         return entry
     }
 
-    /// RFC 9111 §4 (optional, taken): a response to POST that names its own URI in `Content-Location`
-    /// and has explicit freshness answers a later GET of that URI. Only for a Content-Location of the
-    /// same origin (another origin could otherwise plant responses) and a response that would be
-    /// storable for a GET.
+    /// RFC 9111 §4 (optional, taken) with RFC 9110 §9.3.3 and §8.7: a 200 or 203 to a POST whose
+    /// `Content-Location` is the POST's own URI is a representation of that resource, and with explicit
+    /// freshness answers a later GET of it. Any other Content-Location is not stored (on a shared host
+    /// a response could otherwise plant content under another path).
     private func storeForContentLocation(
         _ response: NetworkResponse, requestHeaders: HTTPFields, requestTime: Date, now: Date, names: Set<String>,
         in cache: ResponseCache
     ) {
-        guard method == .post, let location = response.headers[.contentLocation],
+        guard method == .post, [200, 203].contains(response.statusCode), let location = response.headers[.contentLocation],
             let target = URL(string: location, relativeTo: response.url)?.absoluteURL,
-            target.scheme == response.url.scheme, target.host == response.url.host, target.port == response.url.port,
+            let targetKey = CacheURLKey.key(for: target), targetKey == requestURL.flatMap({ CacheURLKey.key(for: $0) }),
             CacheFreshness.hasExplicitFreshness(response.headers),
             case .storable = CacheStorability.verdict(requestMethod: .get, requestHeaders: requestHeaders, status: response.status, responseHeaders: response.headers)
         else { return }
@@ -304,7 +327,7 @@ extension NetworkOperation {
     /// A stored response as served: for the application's `Range` request, the bytes it asked for as
     /// a 206 (RFC 9111 §3.3, RFC 9110 §14.2).
     private func cachedResponse(_ entry: CachedResponseEntry, age: Int, omitBody: Bool, outcome: CacheOutcome) -> NetworkResponse {
-        let range = storage.withLockedValue { $0.cache.partial == nil ? CachePartialContent.requestedRange($0.headers) : nil }
+        let range = storage.withLockedValue { $0.cache.partial == nil ? CachePartialContent.effectiveRange($0.headers, for: entry) : nil }
         var status = entry.status, headers = entry.headers, body = entry.body
         if let range, let slice = CachePartialContent.slice(entry, range: range) {
             (status, headers, body) = (.partialContent, slice.headers, slice.body)

@@ -82,6 +82,9 @@ extension NetworkOperation {
             var prepared = makePreparedRequest(
                 headers: storage.headers, redirects: storage.redirects, decompression: storage.decompression,
                 timeouts: storage.timeouts ?? context.configuration.timeouts)
+            prepared.cacheCompletion = storage.cache.partial.flatMap(CachePartialContent.Completion.init(for:))
+            prepared.destination = storage.transfer.destination(
+                acceptableStatusCodes: context.configuration.acceptableStatusCodes, queueThrottle: context.queue.throttle)
             prepared.reportsInformational = !storage.handlers.informational.isEmpty
             storage.prepared = prepared
             return prepared
@@ -133,7 +136,8 @@ extension NetworkOperation {
 
     /// The key identical operations share, or `nil` when this one must run alone.
     func coalescingKey() -> CoalescingKey? {
-        guard storage.withLockedValue({ $0.allowsCoalescing }) else { return nil }
+        // A body written to files or streamed to one consumer is not shared.
+        guard storage.withLockedValue({ $0.allowsCoalescing && !$0.transfer.isExclusive }) else { return nil }
         let transport = context.executor.transport
         let runner = CoalescingKey.Runner(
             group: context.connectivity.group,

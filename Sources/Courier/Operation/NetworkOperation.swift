@@ -89,6 +89,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var redirects: RedirectPolicy?
         var decompression: Decompression?
         var timeouts: NetworkEngine.Timeouts?
+        /// Where the body goes when not to memory, and the operation's bandwidth limit.
+        var transfer = TransferState()
         /// Freezing (see NetworkOperation+Freezing).
         var isFreezable = false
         var connectivityTimeout: Duration?
@@ -292,9 +294,23 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     /// already on the wire: then that attempt decides, so nothing the server answered is reported as
     /// cancelled (a 2xx is the operation's response). In every case its error handlers hear
     /// ``NetworkError/Code/cancelled`` once, or the outcome that came first.
-    /// Cancelling a finished operation does nothing.
+    /// Cancelling a finished operation does nothing. A resumable download's partial file is removed
+    /// (use ``cancelKeepingResumeData()`` to resume it later).
     public func cancel() {
+        cancel(discardingPartialDownload: true)
+    }
+
+    /// Cancels the operation as ``cancel()`` does, but a resumable download
+    /// (``download(to:resumable:)-([URL],_)``) keeps its partial file and resume record: the next download
+    /// of the same URL to the same destination asks only for the rest ("resume later"). A cancelled
+    /// task awaiting the operation, a lost connection or a killed process keep them too.
+    public func cancelKeepingResumeData() {
+        cancel(discardingPartialDownload: false)
+    }
+
+    func cancel(discardingPartialDownload: Bool) {
         let (action, observers) = storage.withLockedValue { storage in
+            if discardingPartialDownload { storage.transfer.control.discardPartial() }
             let action = storage.machine.cancel(url: urlString)
             return (action, action == .finished ? publishOutcome(&storage) : [])
         }

@@ -38,6 +38,7 @@ public final class NetworkQueue: Sendable {
     let state: NIOLockedValueBox<State>
     /// Serial, so activity callbacks arrive in the order the counts changed.
     let notificationQueue = DispatchQueue(label: "courier.queue.notifications")
+    private let bandwidth = NIOLockedValueBox<Throttle?>(nil)
 
     /// Creates a queue.
     /// - Parameters:
@@ -60,6 +61,18 @@ public final class NetworkQueue: Sendable {
         get { state.withLockedValue { $0.machine.maximumConcurrent } }
         set { apply { $0.setMaximumConcurrent(newValue) } }
     }
+
+    /// A bandwidth limit, in bytes per second, shared by every transfer of the queue, downloads and
+    /// uploads alike (ASIHTTPRequest's throttling); `nil` (the default) for none. A transfer that is over
+    /// the limit stops reading (or sending) until it is under again, so TCP slows the peer down. Applies
+    /// to transfers that start after it is set.
+    public var maximumBytesPerSecond: Int? {
+        get { bandwidth.withLockedValue { $0?.bytesPerSecond } }
+        set { bandwidth.withLockedValue { $0 = newValue.map { Throttle(bytesPerSecond: $0) } } }
+    }
+
+    /// The queue-wide bandwidth limit, if any.
+    var throttle: Throttle? { bandwidth.withLockedValue { $0 } }
 
     /// Whether the queue holds back waiting work.
     public var isSuspended: Bool { state.withLockedValue { $0.machine.isSuspended } }

@@ -32,7 +32,8 @@ enum SensitiveParameters {
         }.joined(separator: "&")
     }
 
-    /// A JSON body with the values of sensitive keys (at any depth) replaced by `"***"`; `nil` when
+    /// A JSON body with the values of sensitive keys (at any depth, arrays and objects whole) replaced by
+    /// `"***"`; `nil` when
     /// the text is not JSON or nothing was masked.
     static func masked(json: String, names: Set<String>) -> String? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8), options: [.fragmentsAllowed]) else { return nil }
@@ -41,7 +42,8 @@ enum SensitiveParameters {
             if let dictionary = value as? [String: Any] {
                 var result: [String: Any] = [:]
                 for (key, inner) in dictionary {
-                    if names.contains(key.lowercased()), !(inner is [String: Any]), !(inner is [Any]) {
+                    if names.contains(key.lowercased()) {
+                        // The whole value, whatever its shape: `{"token": ["abc"]}` shows nothing either.
                         result[key] = "***"
                         didMask = true
                     } else {

@@ -19,13 +19,18 @@ extension AsyncHTTPClientTransport {
         return false
     }
 
-    /// Whether a request that met a stale connection may be sent again, as curl and OkHttp do: always
-    /// when nothing was written (the channel was closed before it), otherwise only when repeating it is
-    /// harmless: an idempotent method (RFC 9110 §9.2.2) or an `Idempotency-Key`.
+    /// Whether a request that met a stale connection may be sent again, as curl and OkHttp do: when
+    /// repeating it is harmless (an idempotent method, RFC 9110 §9.2.2, or an `Idempotency-Key`), or
+    /// when nothing of it was written (the channel was closed before a body sent in one piece).
     static func mayResend(_ request: TransportRequest, after error: any Error) -> Bool {
-        if let error = error as? ChannelError, error == .ioOnClosedChannel { return true }
         let idempotent: Set<HTTPRequest.Method> = [.get, .head, .options, .put, .delete, .trace]
-        return idempotent.contains(request.method) || request.headers[HTTPField.Name("Idempotency-Key")!] != nil
+        if idempotent.contains(request.method) || request.headers[HTTPField.Name("Idempotency-Key")!] != nil { return true }
+        // A closed channel refused the first write: a body handed over in one piece was not sent at all
+        // (a streamed one might have been, in part).
+        if let error = error as? ChannelError, error == .ioOnClosedChannel {
+            return (request.body?.count ?? 0) <= UploadParts.partSize
+        }
+        return false
     }
 
     /// Classifies an error from async-http-client or SwiftNIO as a ``NetworkError``.

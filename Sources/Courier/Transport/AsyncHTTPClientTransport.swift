@@ -134,7 +134,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 }
 
 /// A request body handed to the client part by part, reporting each part as it is taken.
-private struct UploadParts: AsyncSequence, Sendable {
+struct UploadParts: AsyncSequence, Sendable {
     static let partSize = 64 * 1024
     typealias Element = ByteBuffer
     let data: Data

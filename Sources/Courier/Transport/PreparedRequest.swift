@@ -18,4 +18,9 @@ struct PreparedRequest: Sendable {
     var sensitiveNames: Set<String> = SensitiveHeaders.defaultNames
     /// Whether interim (1xx) responses are to be reported (an operation has an informational handler).
     var reportsInformational = false
+    /// Where the response body goes: memory by default; files and/or a body stream for downloads.
+    var destination = ResponseDestination()
+    /// The missing bytes of a stored partial response the cache asked for with `Range` and `If-Range`;
+    /// an answer that does not complete it is dropped and the request sent again without them.
+    var cacheCompletion: CachePartialContent.Completion?
 }

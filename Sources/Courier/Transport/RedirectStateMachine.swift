@@ -71,6 +71,14 @@ struct RedirectStateMachine {
         return .follow(next)
     }
 
+    /// The cache's completion request was not answered with the bytes it asked for: the current
+    /// request is sent again without its `Range` and `If-Range`.
+    mutating func dropCacheCompletion() {
+        current.headers[.range] = nil
+        current.headers[.ifRange] = nil
+        current.cacheCompletion = nil
+    }
+
     static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
         a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
             && effectivePort(a) == effectivePort(b)

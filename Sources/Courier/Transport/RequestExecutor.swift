@@ -18,27 +18,26 @@ struct RequestExecutor: Sendable {
     let transport: any HTTPTransport
 
     /// Runs the flight. A total timeout bounds all of it (head, body, redirects) whatever the transport
-    /// does with its own deadline: when it runs out the flight is cancelled and the answer is
-    /// ``NetworkError/Code/timeout``.
+    /// does with its own deadline or with cancellation: when it runs out the answer is
+    /// ``NetworkError/Code/timeout`` at once, and the flight is cancelled without being waited for.
     func run(_ request: PreparedRequest, progress: ProgressSink = ProgressSink()) async -> Result<NetworkResponse, NetworkError> {
         guard let total = request.totalTimeout else { return await flight(request, deadline: nil, progress: progress) }
         let deadline = ContinuousClock.now + total
-        return await withTaskGroup(of: Result<NetworkResponse, NetworkError>?.self) { group in
-            group.addTask { await flight(request, deadline: deadline, progress: progress) }
-            group.addTask {
-                // Returns nil when the flight ended first (this sleep is then cancelled).
-                guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return nil }
-                return .failure(NetworkError(
-                    .timeout, "the request took longer than its total timeout of \(total)", url: request.url.absoluteString))
+        let race = DeadlineRace(url: request.url.absoluteString)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                race.start(continuation)
+                race.attach(Task {
+                    let result = await flight(request, deadline: deadline, progress: progress)
+                    race.finish(result)
+                }, timer: Task {
+                    guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+                    race.finish(.failure(NetworkError(
+                        .timeout, "the request took longer than its total timeout of \(total)", url: request.url.absoluteString)))
+                })
             }
-            var answer: Result<NetworkResponse, NetworkError> = .failure(.cancelled(url: request.url.absoluteString))
-            for await result in group {
-                guard let result else { continue }
-                answer = result
-                break
-            }
-            group.cancelAll()
-            return answer
+        } onCancel: {
+            race.cancel()
         }
     }
 
@@ -51,9 +50,28 @@ struct RequestExecutor: Sendable {
                 try Task.checkCancellation()
                 let current = redirects.current
                 let response = try await transport.execute(transportRequest(for: current, deadline: deadline, progress: progress))
+                if let completion = current.cacheCompletion, completion.mustResendWhole(status: response.status.code, headers: response.headers) {
+                    // The cache asked for the bytes its stored part lacks and got something else: ask for everything.
+                    try await discardBody(of: response)
+                    redirects.dropCacheCompletion()
+                    continue
+                }
                 switch redirects.receivedResponse(status: response.status.code, headers: response.headers) {
                 case .deliver:
+                    let destination = current.destination
+                    if !destination.keepsInMemory, destination.acceptableStatusCodes.contains(response.status.code) {
+                        let files = try await transfer(response, for: current, progress: progress)
+                        var delivered = NetworkResponse(
+                            status: response.status, headers: response.headers, body: Data(),
+                            url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain)
+                        delivered.fileURLs = files
+                        return .success(delivered)
+                    }
                     let body = try await readBody(of: response, for: current, progress: progress)
+                    // A body stream carries the body of an accepted answer only; this one fails the operation.
+                    destination.channel?.finish(NetworkError(
+                        .unacceptableStatus, "the server answered \(response.status.code) \(response.status.reasonPhrase)",
+                        url: current.url.absoluteString))
                     return .success(NetworkResponse(
                         status: response.status, headers: response.headers, body: body,
                         url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain))
@@ -67,8 +85,10 @@ struct RequestExecutor: Sendable {
                 }
             }
         } catch {
-            if Task.isCancelled { return .failure(.cancelled(url: request.url.absoluteString)) }
-            return .failure(.wrapping(error, url: redirects.current.url.absoluteString))
+            let failure: NetworkError = Task.isCancelled
+                ? .cancelled(url: request.url.absoluteString) : .wrapping(error, url: redirects.current.url.absoluteString)
+            request.destination.channel?.finish(failure)
+            return .failure(failure)
         }
     }
 
@@ -104,12 +124,14 @@ struct RequestExecutor: Sendable {
         let total = (isEncoded || request.method == .head) ? nil : declaredLength
         var buffer = ByteBuffer()
         if let total, total > 0 { buffer.reserveCapacity(Int(total)) }
+        let throttles = request.destination.throttles
         for try await part in response.body {
             guard buffer.readableBytes + part.readableBytes <= limit else {
                 throw NetworkError(.bodyTooLarge, "the body exceeds the limit of \(limit) bytes", url: url)
             }
             buffer.writeImmutableBuffer(part)
             progress.download(TransferProgress(completedBytes: Int64(buffer.readableBytes), totalBytes: total))
+            try await Throttle.wait(for: part.readableBytes, under: throttles)
         }
         if buffer.readableBytes == 0 {
             progress.download(TransferProgress(completedBytes: 0, totalBytes: total ?? 0))

@@ -1,0 +1,103 @@
+public import Foundation
+
+// Bodies that do not go to memory: downloads to files, the body as a stream, bandwidth limits.
+extension NetworkOperation {
+    /// Where an operation's body goes when not to memory, and its own bandwidth limit.
+    struct TransferState {
+        var files: [URL] = []
+        var isResumable = false
+        var channel: BodyChannel?
+        var throttle: Throttle?
+        /// Tells a running flight what an explicit cancel decided about the partial file.
+        let control = TransferControl()
+
+        func destination(acceptableStatusCodes: Set<Int>, queueThrottle: Throttle?) -> ResponseDestination {
+            ResponseDestination(
+                files: files, isResumable: isResumable, channel: channel, acceptableStatusCodes: acceptableStatusCodes,
+                throttles: [queueThrottle, throttle].compactMap { $0 }, control: control)
+        }
+
+        /// Whether the operation must have a flight of its own.
+        var isExclusive: Bool { !files.isEmpty || channel != nil }
+    }
+
+    /// Writes the response body to `destinations` instead of memory (MKNetworkKit's download streams:
+    /// a working copy and a cache copy at once, say), in constant memory whatever its size. Each file is
+    /// written beside its destination under a temporary name and moved into place only when the whole
+    /// body arrived with an acceptable status; on failure or cancellation nothing half-written is left
+    /// under the final name. The response then has ``NetworkResponse/fileURLs`` and no body in memory
+    /// (``NetworkEngine/Configuration/maximumResponseBodySize`` does not apply). A response with an
+    /// unacceptable status is read into memory as usual, for the error. Set before enqueueing.
+    ///
+    /// ```swift
+    /// let op = engine.operation(path: "/exports/2026.csv").download(to: downloads.appendingPathComponent("2026.csv"))
+    /// let file = try await engine.send(op).fileURLs[0]
+    /// ```
+    /// - Parameters:
+    ///   - destinations: One or more file URLs; their folders must exist. Existing files are replaced.
+    ///   - resumable: Whether an interrupted download keeps its partial file (and what the server said
+    ///     about it) so the next download of the same URL to the same first destination asks only for
+    ///     the rest. Off by default.
+    /// - Returns: The operation, for chaining.
+    @discardableResult
+    public func download(to destinations: [URL], resumable: Bool = false) -> Self {
+        storage.withLockedValue { storage in
+            guard storage.machine.state == .ready, !destinations.isEmpty else { return }
+            storage.transfer.files = destinations.map(\.standardizedFileURL)
+            storage.transfer.isResumable = resumable
+            storage.allowsCoalescing = false
+        }
+        return self
+    }
+
+    /// Writes the response body to `destination` instead of memory; see ``download(to:resumable:)-([URL],_)``.
+    /// - Parameters:
+    ///   - destination: The file URL.
+    ///   - resumable: Whether an interrupted download can be resumed.
+    /// - Returns: The operation, for chaining.
+    @discardableResult
+    public func download(to destination: URL, resumable: Bool = false) -> Self {
+        download(to: [destination], resumable: resumable)
+    }
+
+    /// The response body as it comes off the wire, chunk by chunk, with backpressure: while you do not
+    /// ask for the next chunk, the connection is not read. For server-sent events, NDJSON, long polls
+    /// and bodies too large for memory. Ask for it before enqueueing; iterate it once. Only an
+    /// acceptable answer's body is streamed (otherwise the stream throws the operation's error). The
+    /// body is then not kept in memory (the response's ``NetworkResponse/body`` is empty), and stopping
+    /// early (breaking out of the loop, cancelling the task) cancels the operation.
+    ///
+    /// ```swift
+    /// let op = engine.operation(path: "/events")
+    /// let lines = op.bodyStream
+    /// engine.enqueue(op)
+    /// for try await chunk in lines { handle(chunk) }
+    /// ```
+    public var bodyStream: ResponseBodyStream {
+        let channel: BodyChannel = storage.withLockedValue { storage in
+            if let channel = storage.transfer.channel { return channel }
+            let channel = BodyChannel { [weak self] in self?.cancelKeepingResumeData() }
+            if storage.machine.state == .ready {
+                storage.transfer.channel = channel
+                storage.allowsCoalescing = false
+            } else {
+                channel.finish(NetworkError(.bodyNotReplayable, "ask for bodyStream before the operation is enqueued", url: urlString))
+            }
+            return channel
+        }
+        return ResponseBodyStream(channel: channel)
+    }
+
+    /// This operation's own bandwidth limit, in bytes per second, for its download and its upload; `nil`
+    /// (the default) for none. The queue's limit (``NetworkQueue/maximumBytesPerSecond``) applies too.
+    /// Set before enqueueing.
+    public var maximumBytesPerSecond: Int? {
+        get { storage.withLockedValue { $0.transfer.throttle?.bytesPerSecond } }
+        set {
+            storage.withLockedValue { storage in
+                guard storage.machine.state == .ready else { return }
+                storage.transfer.throttle = newValue.map { Throttle(bytesPerSecond: $0) }
+            }
+        }
+    }
+}

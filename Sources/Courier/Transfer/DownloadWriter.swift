@@ -1,0 +1,102 @@
+import Foundation
+import NIOCore
+import NIOFileSystem
+import NIOPosix
+
+/// Writes a download's body to its destinations. Each is written to a partial file in the
+/// destination's own folder (`.<name>.courier-partial`, so the final rename never crosses file
+/// systems) and renamed into place only when the body is complete and accepted: on failure or
+/// cancellation nothing half-written ever sits under the final name. All I/O runs on SwiftNIO's file
+/// system thread pool, never on the cooperative pool or the caller's thread.
+struct DownloadWriter: Sendable {
+    /// The final URLs, in order.
+    let destinations: [URL]
+    private let handles: [WriteFileHandle]
+    /// Bytes in the partial files (the offset the next chunk is written at).
+    private(set) var length: Int64
+
+    /// The partial file beside `destination`.
+    static func partialURL(for destination: URL) -> URL {
+        destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).courier-partial")
+    }
+
+    /// Opens the partial files: empty ones, or (resuming) the first destination's existing partial
+    /// file from `offset`, the others as copies of it.
+    static func open(_ destinations: [URL], resumingAt offset: Int64 = 0) async throws(NetworkError) -> DownloadWriter {
+        var handles: [WriteFileHandle] = []
+        do {
+            for (index, destination) in destinations.enumerated() {
+                let partial = FilePath(partialURL(for: destination).path)
+                if offset > 0, index > 0 {
+                    // A second destination starts from the first one's bytes on disk.
+                    try? await FileSystem.shared.removeItem(at: partial, strategy: .platformDefault)
+                    try await FileSystem.shared.copyItem(at: FilePath(partialURL(for: destinations[0]).path), to: partial)
+                }
+                let options: OpenOptions.Write = offset > 0
+                    ? .modifyFile(createIfNecessary: false)
+                    : .newFile(replaceExisting: true, permissions: [.ownerReadWrite, .groupRead, .otherRead])
+                let handle = try await FileSystem.shared.openFile(forWritingAt: partial, options: options)
+                handles.append(handle)
+                if offset > 0 { try await handle.resize(to: ByteCount.bytes(offset)) }
+            }
+        } catch {
+            for handle in handles { try? await handle.close(makeChangesVisible: true) }
+            throw fileError(error, destination: destinations.first)
+        }
+        return DownloadWriter(destinations: destinations, handles: handles, length: offset)
+    }
+
+    /// Appends a chunk to every partial file.
+    mutating func write(_ chunk: ByteBuffer) async throws(NetworkError) {
+        do {
+            for handle in handles { try await handle.write(contentsOf: chunk, toAbsoluteOffset: length) }
+        } catch {
+            throw Self.fileError(error, destination: destinations.first)
+        }
+        length += Int64(chunk.readableBytes)
+    }
+
+    /// Closes the partial files and renames each into place, replacing what was there.
+    func finish() async throws(NetworkError) {
+        do {
+            for handle in handles { try await handle.close(makeChangesVisible: true) }
+            let pairs = destinations.map { (Self.partialURL(for: $0).path, $0.path) }
+            try await NIOThreadPool.singleton.runIfActive {
+                for (from, to) in pairs where rename(from, to) != 0 {
+                    throw IOError(errnoCode: errno, reason: "rename")
+                }
+            }
+        } catch {
+            throw Self.fileError(error, destination: destinations.first)
+        }
+    }
+
+    /// Closes the partial files; removes them unless `keep` (a resumable download that was interrupted).
+    func abandon(keep: Bool) async {
+        for handle in handles { try? await handle.close(makeChangesVisible: true) }
+        guard !keep else { return }
+        for destination in destinations {
+            _ = try? await FileSystem.shared.removeItem(at: FilePath(Self.partialURL(for: destination).path), strategy: .platformDefault)
+        }
+    }
+
+    /// A file system failure as a ``NetworkError/Code/fileUnavailable`` naming the destination.
+    static func fileError(_ error: any Error, destination: URL?) -> NetworkError {
+        if let error = error as? NetworkError { return error }
+        let place = destination?.path ?? "the destination"
+        let reason: String
+        if let error = error as? FileSystemError {
+            switch error.code {
+            case .notFound: reason = "its folder does not exist"
+            case .permissionDenied: reason = "it is not writable"
+            default: reason = (error.cause as? any Error).map { "\($0)" } ?? error.message
+            }
+        } else if let error = error as? IOError, error.errnoCode == ENOSPC {
+            reason = "the disk is full"
+        } else {
+            reason = "\(error)"
+        }
+        let diskFull = "\(error)".contains("No space left") || "\(error)".contains("ENOSPC")
+        return NetworkError(.fileUnavailable, "cannot write \(place): \(diskFull ? "the disk is full" : reason)", underlying: error)
+    }
+}

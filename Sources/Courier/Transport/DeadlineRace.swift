@@ -1,0 +1,57 @@
+import NIOConcurrencyHelpers
+
+/// A flight racing its total timeout: whichever ends first answers, once; the other is cancelled and
+/// not waited for (a transport that ignores cancellation cannot hold the answer back).
+final class DeadlineRace: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Result<NetworkResponse, NetworkError>, Never>?
+        var flight: Task<Void, Never>?
+        var timer: Task<Void, Never>?
+        var answer: Result<NetworkResponse, NetworkError>?
+        var isCancelled = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let url: String
+
+    init(url: String) {
+        self.url = url
+    }
+
+    /// Where the answer goes.
+    func start(_ continuation: CheckedContinuation<Result<NetworkResponse, NetworkError>, Never>) {
+        state.withLockedValue { $0.continuation = continuation }
+    }
+
+    /// The two contenders; cancelled at once when the race is already over or cancelled.
+    func attach(_ flight: Task<Void, Never>, timer: Task<Void, Never>) {
+        let cancelBoth = state.withLockedValue { state in
+            state.flight = flight
+            state.timer = timer
+            return state.answer != nil || state.isCancelled
+        }
+        if cancelBoth {
+            flight.cancel()
+            timer.cancel()
+        }
+    }
+
+    /// The first call answers; the flight and the timer are then cancelled.
+    func finish(_ result: Result<NetworkResponse, NetworkError>) {
+        let (continuation, flight, timer) = state.withLockedValue { state in
+            guard state.answer == nil else { return (nil as CheckedContinuation<Result<NetworkResponse, NetworkError>, Never>?, nil as Task<Void, Never>?, nil as Task<Void, Never>?) }
+            state.answer = result
+            defer { state.continuation = nil }
+            return (state.continuation, state.flight, state.timer)
+        }
+        continuation?.resume(returning: result)
+        flight?.cancel()
+        timer?.cancel()
+    }
+
+    /// The task awaiting the race was cancelled: it answers as cancelled at once, and the flight is cancelled.
+    func cancel() {
+        state.withLockedValue { $0.isCancelled = true }
+        finish(.failure(.cancelled(url: url)))
+    }
+}

@@ -1,0 +1,98 @@
+import ArgumentParser
+import Courier
+import Dispatch
+import Foundation
+import NIOConcurrencyHelpers
+
+/// `courier download URL [-o FILE] [--continue]`: streams a body to a file with a progress bar.
+struct DownloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download",
+        abstract: "Download a URL to a file in constant memory, with progress; --continue resumes an interrupted download.")
+
+    @Argument(help: "The absolute http(s) URL.")
+    var url: String
+
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The file to write (default: the URL's last path component, in the current folder).", valueName: "file"))
+    var output: String?
+
+    @Flag(name: [.customShort("C"), .customLong("continue")], help: "Resume from the bytes an interrupted download left (Ctrl-C keeps them).")
+    var resume = false
+
+    @Option(name: .customShort("H"), help: ArgumentHelp("A request header, 'Name: value'. Repeatable.", valueName: "header"))
+    var headers: [String] = []
+
+    @Option(help: ArgumentHelp("A bandwidth limit in bytes per second (k, M suffixes allowed).", valueName: "rate"))
+    var limitRate: String?
+
+    @Option(help: ArgumentHelp("Give up when nothing arrives for this many seconds.", valueName: "seconds"))
+    var timeout: Double?
+
+    func run() async throws {
+        try await download()
+    }
+
+    /// The destination: `-o`, else the URL's last path component (`index.html` for none).
+    func destination() throws(CLIFailure) -> URL {
+        if let output { return URL(fileURLWithPath: output) }
+        guard let parsed = URL(string: url) else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
+        let name = parsed.lastPathComponent.isEmpty || parsed.lastPathComponent == "/" ? "index.html" : parsed.lastPathComponent
+        return URL(fileURLWithPath: name)
+    }
+
+    /// `100`, `64k`, `2M` as bytes per second.
+    static func parseRate(_ text: String) -> Int? {
+        let lower = text.lowercased()
+        let multiplier = lower.hasSuffix("k") ? 1024 : lower.hasSuffix("m") ? 1024 * 1024 : 1
+        let digits = multiplier == 1 ? lower : String(lower.dropLast())
+        guard let value = Double(digits), value > 0, value.isFinite else { return nil }
+        return Int(value * Double(multiplier))
+    }
+
+    nonisolated func download() async throws {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            parsed.host?.isEmpty == false
+        else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
+        let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
+        let rate: Int?
+        if let limitRate {
+            guard let parsed = Self.parseRate(limitRate) else { throw CLIFailure.usage("--limit-rate must be a number of bytes per second, like 500k or 2M") }
+            rate = parsed
+        } else {
+            rate = nil
+        }
+        if let timeout, !(timeout > 0 && timeout.isFinite) { throw CLIFailure.usage("--timeout must be a positive number of seconds") }
+        let file = try destination()
+        let engine = NetworkEngine(baseURL: url, configuration: .init {
+            $0.dataDirectory = nil
+            if let timeout { $0.timeouts.read = .milliseconds(Int64(timeout * 1000)) }
+        }, queue: NetworkQueue())
+        let operation = engine.operation(url: url).download(to: file, resumable: true)
+        for field in fields { operation.appendHeader(field.value, forName: field.name.rawName) }
+        operation.maximumBytesPerSecond = rate
+        if !resume { try? FileManager.default.removeItem(at: ProgressBar.partialURL(for: file)) }
+        let bar = ProgressBar(toTerminal: StandardStream.standardError.isTerminal)
+        operation.onDownloadProgress { bar.update($0) }
+        // Ctrl-C stops the transfer and keeps what arrived, for --continue.
+        signal(SIGINT, SIG_IGN)
+        let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        interrupt.setEventHandler { operation.cancelKeepingResumeData() }
+        interrupt.resume()
+        defer { interrupt.cancel() }
+        let response: NetworkResponse
+        do {
+            response = try await engine.send(operation)
+        } catch {
+            bar.finish()
+            if error.code == .cancelled {
+                throw CLIFailure(exitCode: 130, message: "interrupted; run again with --continue to resume")
+            }
+            if let answer = error.response, error.code == .unacceptableStatus {
+                throw CLIFailure(exitCode: answer.statusCode >= 500 ? 5 : 4, message: "the server answered \(answer.statusCode) \(answer.status.reasonPhrase)")
+            }
+            throw CLIFailure(exitCode: 1, message: error.description)
+        }
+        bar.finish()
+        StandardStream.standardError.line("courier: saved \(response.fileURLs.first?.path ?? file.path)")
+    }
+}
