@@ -249,3 +249,61 @@ func sample_SharedQueue_2() async throws {
     queue.cancelOperations(containing: "/thumbnails/")    // by URL substring
     queue.cancelOperations { $0.tag == row }              // by predicate
 }
+
+// Sources/Courier/Courier.docc/Transfers.md, sample 1
+func sample_Transfers_1() async throws {
+    let folder = FileManager.default.temporaryDirectory
+    let response = try await engine.download(path: "files/report.pdf", to: folder.appendingPathComponent("report.pdf"))
+    print(response.fileURLs)   // [.../report.pdf]; response.body is empty
+    _ = folder
+    _ = response
+}
+
+// Sources/Courier/Courier.docc/Transfers.md, sample 2
+func sample_Transfers_2() async throws {
+    let working = FileManager.default.temporaryDirectory.appendingPathComponent("video.mp4")
+    let archive = FileManager.default.temporaryDirectory.appendingPathComponent("archive.mp4")
+    let op = engine.operation(path: "videos/42").download(to: [working, archive])
+    engine.enqueue(op)
+    _ = working
+    _ = archive
+    _ = op
+}
+
+// Sources/Courier/Courier.docc/Transfers.md, sample 3
+func sample_Transfers_3() async throws {
+    let destination = FileManager.default.temporaryDirectory.appendingPathComponent("dataset.zip")
+    let transfer = engine.operation(path: "datasets/big.zip").download(to: destination, resumable: true)
+    engine.enqueue(transfer)
+    // later, "pause":
+    transfer.cancelKeepingResumeData()
+    // later again, "resume": asks only for the rest
+    _ = try await engine.download(path: "datasets/big.zip", to: destination)
+    _ = destination
+    _ = transfer
+}
+
+// Sources/Courier/Courier.docc/Transfers.md, sample 4
+func sample_Transfers_4() async throws {
+    let events = engine.operation(path: "events")
+    let chunks = events.bodyStream
+    engine.enqueue(events)
+    for try await chunk in chunks {
+        print("received \(chunk.count) bytes")
+    }
+    _ = events
+    _ = chunks
+}
+
+// Sources/Courier/Courier.docc/Transfers.md, sample 5
+func sample_Transfers_5() async throws {
+    queue.maximumBytesPerSecond = 512 * 1024
+    download.maximumBytesPerSecond = 128 * 1024
+}
+
+// Sources/Courier/Courier.docc/Transfers.md, sample 6
+func sample_Transfers_6() async throws {
+    download.onDownloadProgress { progress in
+        bar.value = progress.fractionCompleted ?? 0
+    }
+}
