@@ -69,6 +69,12 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         /// handlers and ``NetworkEngine/outboxEvents`` still hear the outcome. Only
         /// ``NetworkOperation/cancel()`` or ``Outbox/drop(_:)`` removes it.
         public static let stillFrozen = Code("stillFrozen")
+        /// A file to upload, or a download's destination, could not be read or written: it is missing or
+        /// not writable, the disk is full, or the file changed size while it was being sent.
+        public static let fileUnavailable = Code("fileUnavailable")
+        /// A one-shot stream body (``RequestBody``'s stream form) cannot be sent a second time, and a
+        /// 307/308 redirect, a retry or freezing needed it again.
+        public static let bodyNotReplayable = Code("bodyNotReplayable")
         /// Any other transport failure; ``NetworkError/underlying`` holds the cause.
         public static let transport = Code("transport")
 
