@@ -1,0 +1,219 @@
+import Foundation
+import NIOCore
+import NIOFileSystem
+
+/// A request body laid out as segments, bytes in memory and files on disk, streamed in chunks of at
+/// most `chunkSize` bytes: the engine under ``MultipartForm/Stream`` and the file form of `RequestBodySource`.
+///
+/// Memory segments that follow each other are packed into one chunk (a part's closing CRLF, the next
+/// part's headers and a short field travel together). A file segment is read at explicit offsets on
+/// NIOFileSystem's thread pool, one chunk per `next()`, never whole, and never on the cooperative pool
+/// or the caller's thread; the chunk is the buffer NIOFileSystem read into, not a copy.
+///
+/// A file must yield exactly its expected size (measured when the body's length was computed, or when
+/// the file is opened if it was not): a file that ends early (it shrank, or was truncated while being
+/// sent) or that has bytes past that size (it grew) fails the stream with
+/// ``NetworkError/Code/fileUnavailable`` naming the file, since the `Content-Length` already promised
+/// to the server would otherwise be wrong. A file that cannot be opened (it disappeared, or may not be
+/// read) fails the same way.
+struct ByteSegmentStream: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    typealias Failure = any Error
+
+    /// One run of bytes of the body.
+    enum Segment: Sendable {
+        /// Bytes in memory.
+        case bytes(Data)
+        /// A file's whole contents, of `expectedSize` bytes when known.
+        case file(URL, expectedSize: Int64?)
+    }
+
+    let segments: [Segment]
+    let chunkSize: Int
+
+    /// Creates a stream.
+    /// - Parameters:
+    ///   - segments: The body's segments, in order.
+    ///   - chunkSize: The largest chunk to yield; at least 1.
+    init(segments: [Segment], chunkSize: Int) {
+        precondition(chunkSize > 0, "the chunk size must be positive")
+        self.segments = segments
+        self.chunkSize = chunkSize
+    }
+
+    func makeAsyncIterator() -> Iterator {
+        Iterator(segments: segments, chunkSize: chunkSize)
+    }
+
+    /// Reads the segments one chunk at a time.
+    struct Iterator: AsyncIteratorProtocol {
+        typealias Element = ByteBuffer
+        typealias Failure = any Error
+
+        private let segments: [Segment]
+        private let chunkSize: Int
+        private var index = 0
+        /// The position in the current segment.
+        private var offset: Int64 = 0
+        private var file: OpenFile?
+        private var isFinished = false
+
+        fileprivate init(segments: [Segment], chunkSize: Int) {
+            self.segments = segments
+            self.chunkSize = chunkSize
+        }
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard !isFinished else { return nil }
+            do {
+                return try await produce()
+            } catch {
+                isFinished = true
+                if let file { try? await file.close() }
+                file = nil
+                throw error
+            }
+        }
+
+        private mutating func produce() async throws -> ByteBuffer? {
+            var buffer = ByteBuffer()
+            while index < segments.count {
+                switch segments[index] {
+                case .bytes(let data):
+                    let remaining = data.count - Int(offset)
+                    if remaining == 0 {
+                        advance()
+                        continue
+                    }
+                    let room = chunkSize - buffer.readableBytes
+                    if room == 0 { return buffer }
+                    if buffer.capacity == 0 { buffer.reserveCapacity(Swift.min(chunkSize, remaining)) }
+                    let start = data.startIndex + Int(offset)
+                    let count = Swift.min(room, remaining)
+                    buffer.writeBytes(data[start..<(start + count)])
+                    offset += Int64(count)
+                case .file(let url, let expectedSize):
+                    // A file's chunks go as NIOFileSystem read them: flush what is packed first.
+                    if buffer.readableBytes > 0 { return buffer }
+                    if let chunk = try await readFile(url, expectedSize: expectedSize) { return chunk }
+                    advance()
+                }
+            }
+            isFinished = true
+            return buffer.readableBytes > 0 ? buffer : nil
+        }
+
+        private mutating func advance() {
+            index += 1
+            offset = 0
+        }
+
+        /// The next chunk of the file, or `nil` once all of it went (and it was closed).
+        private mutating func readFile(_ url: URL, expectedSize: Int64?) async throws -> ByteBuffer? {
+            let open: OpenFile
+            if let file {
+                open = file
+            } else {
+                open = try await OpenFile.open(url, expectedSize: expectedSize)
+                file = open
+            }
+            let remaining = open.size - offset
+            if remaining > 0 {
+                let chunk = try await open.read(at: offset, length: Swift.min(Int64(chunkSize), remaining))
+                guard chunk.readableBytes > 0 else {
+                    throw NetworkError(
+                        .fileUnavailable,
+                        "the file \(url.path) shrank while it was being sent: it ended after \(offset) of \(open.size) bytes")
+                }
+                offset += Int64(chunk.readableBytes)
+                return chunk
+            }
+            // Every promised byte went; one more would mean the file grew, and the length sent was wrong.
+            let extra = try await open.read(at: open.size, length: 1)
+            guard extra.readableBytes == 0 else {
+                throw NetworkError(
+                    .fileUnavailable, "the file \(url.path) grew while it was being sent: it has more than \(open.size) bytes")
+            }
+            file = nil
+            try await open.close()
+            return nil
+        }
+    }
+}
+
+/// A file open for reading while its segment streams; closed when the segment ends or fails, and by
+/// `deinit` (on a task: closing is I/O) when the stream is abandoned half-way, since NIOFileSystem
+/// traps on a handle dropped open.
+private final class OpenFile {
+    let url: URL
+    let handle: ReadFileHandle
+    /// The bytes the file must yield.
+    let size: Int64
+    private var isClosed = false
+
+    private init(url: URL, handle: ReadFileHandle, size: Int64) {
+        self.url = url
+        self.handle = handle
+        self.size = size
+    }
+
+    static func open(_ url: URL, expectedSize: Int64?) async throws -> OpenFile {
+        let handle: ReadFileHandle
+        do {
+            handle = try await FileSystem.shared.openFile(forReadingAt: FilePath(url.path))
+        } catch {
+            throw FileErrors.unavailable(url, doing: "opened", error)
+        }
+        if let expectedSize { return OpenFile(url: url, handle: handle, size: expectedSize) }
+        do {
+            let info = try await handle.info()
+            return OpenFile(url: url, handle: handle, size: info.size)
+        } catch {
+            try? await handle.close()
+            throw FileErrors.unavailable(url, doing: "measured", error)
+        }
+    }
+
+    func read(at offset: Int64, length: Int64) async throws -> ByteBuffer {
+        do {
+            return try await handle.readChunk(fromAbsoluteOffset: offset, length: .bytes(length))
+        } catch {
+            throw FileErrors.unavailable(url, doing: "read", error)
+        }
+    }
+
+    func close() async throws {
+        guard !isClosed else { return }
+        isClosed = true
+        try await handle.close()
+    }
+
+    deinit {
+        guard !isClosed else { return }
+        let handle = handle
+        Task { try? await handle.close() }
+    }
+}
+
+/// The ``NetworkError/Code/fileUnavailable`` errors of the transfer components.
+enum FileErrors {
+    /// A file operation that failed, as a typed error naming the file.
+    /// - Parameters:
+    ///   - url: The file.
+    ///   - doing: What was being done, in the past participle (`"opened"`, `"read"`).
+    ///   - error: The file system's error.
+    /// - Returns: The error.
+    static func unavailable(_ url: URL, doing: String, _ error: any Error) -> NetworkError {
+        if let error = error as? NetworkError { return error }
+        var reason = String(describing: error)
+        if let error = error as? FileSystemError {
+            switch error.code {
+            case .notFound: reason = "it does not exist"
+            case .permissionDenied: reason = "permission denied"
+            case .resourceExhausted: reason = "the disk is full"
+            default: reason = error.message
+            }
+        }
+        return NetworkError(.fileUnavailable, "the file \(url.path) could not be \(doing): \(reason)", underlying: error)
+    }
+}

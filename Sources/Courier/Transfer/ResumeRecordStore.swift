@@ -1,0 +1,142 @@
+import Foundation
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The partial file of a download and its ``ResumeRecord`` sidecar, next to the destination:
+/// `folder/.<name>.courier-partial` and `folder/.<name>.courier-partial.json`.
+///
+/// Keeping both in the destination's folder means the final rename stays on one file system, resume
+/// data survives a restart on every platform (a sidecar, not URLSession's Apple-only resume data), and
+/// removing a folder removes its partials. The sidecar is small JSON, written to a temporary name with
+/// mode 0600, flushed, and renamed over the old one, so a reader sees the old record or the new one,
+/// never half of one. Reading is lenient: a missing, oversized, damaged or foreign-version sidecar
+/// reads as `nil` (the download starts over); the partial data is removed only when asked.
+///
+/// All file work runs on NIO's blocking thread pool (`NIOThreadPool.singleton`), never on the
+/// cooperative pool or the caller's thread.
+struct ResumeRecordStore: Sendable {
+    /// The largest sidecar read; anything bigger is not a record.
+    static let maximumRecordSize = 64 * 1024
+
+    /// The download's final file.
+    let destination: URL
+
+    /// Creates the store of one destination.
+    /// - Parameter destination: The file the download is renamed to when complete.
+    init(destination: URL) {
+        self.destination = destination
+    }
+
+    /// `.<name>.courier-partial` in the destination's folder: the bytes received so far.
+    var partialURL: URL {
+        destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).courier-partial")
+    }
+
+    /// `.<name>.courier-partial.json` in the destination's folder: the record.
+    var recordURL: URL {
+        destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).courier-partial.json")
+    }
+
+    /// The record, or `nil` when there is none or it cannot be read as one.
+    func read() async -> ResumeRecord? {
+        let path = recordURL.path
+        let data = try? await NIOThreadPool.singleton.runIfActive { () -> Data? in
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                let size = attributes[.size] as? NSNumber, size.intValue <= Self.maximumRecordSize
+            else { return nil }
+            return FileManager.default.contents(atPath: path)
+        }
+        guard let data = data ?? nil, let record = try? JSONDecoder().decode(ResumeRecord.self, from: data),
+            record.version == ResumeRecord.currentVersion, record.bytesOnDisk >= 0
+        else { return nil }
+        return record
+    }
+
+    /// Writes the record atomically (temporary file, mode 0600, fsync, rename).
+    /// - Parameter record: The record.
+    /// - Throws: ``NetworkError/Code/fileUnavailable`` when the folder cannot be written.
+    func write(_ record: ResumeRecord) async throws(NetworkError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data: Data
+        do { data = try encoder.encode(record) } catch { throw NetworkError(.encodingFailed, "the resume record could not be encoded", underlying: error) }
+        let target = recordURL.path
+        let temporary = recordURL.deletingLastPathComponent()
+            .appendingPathComponent(".\(recordURL.lastPathComponent).tmp-\(MultipartForm.randomBoundary().suffix(12))").path
+        let failure: String?
+        do {
+            failure = try await NIOThreadPool.singleton.runIfActive { Self.writeAtomically(data, to: target, temporary: temporary) }
+        } catch {
+            throw NetworkError(.fileUnavailable, "the resume record \(target) could not be written", underlying: error)
+        }
+        if let failure { throw NetworkError(.fileUnavailable, "the resume record \(target) could not be written: \(failure)") }
+    }
+
+    /// Removes the record (after a completed download, or when starting over).
+    func removeRecord() async {
+        let path = recordURL.path
+        _ = try? await NIOThreadPool.singleton.runIfActive { _ = unlink(path) }
+    }
+
+    /// Removes the partial file and its record.
+    func removePartial() async {
+        let paths = [partialURL.path, recordURL.path]
+        _ = try? await NIOThreadPool.singleton.runIfActive { for path in paths { _ = unlink(path) } }
+    }
+
+    /// The size of the partial file, 0 when there is none.
+    func partialLength() async -> Int64 {
+        let path = partialURL.path
+        let size = try? await NIOThreadPool.singleton.runIfActive { () -> Int64 in
+            var info = stat()
+            guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return 0 }
+            return Int64(info.st_size)
+        }
+        return size ?? 0
+    }
+
+    /// Blocking: writes `data` to `temporary` (created exclusively, 0600), flushes it and renames it to
+    /// `target`. Returns a reason on failure, having removed the temporary file.
+    private static func writeAtomically(_ data: Data, to target: String, temporary: String) -> String? {
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return String(cString: strerror(errno)) }
+        var reason: String?
+        data.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let count = Glue.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    reason = String(cString: strerror(errno))
+                    return
+                }
+                offset += count
+            }
+        }
+        if reason == nil, fsync(descriptor) != 0 { reason = String(cString: strerror(errno)) }
+        close(descriptor)
+        if reason == nil, rename(temporary, target) != 0 { reason = String(cString: strerror(errno)) }
+        if reason != nil { unlink(temporary) }
+        return reason
+    }
+}
+
+/// The C library's `write`, by a name that does not clash with ``ResumeRecordStore/write(_:)``.
+private enum Glue {
+    static func write(_ descriptor: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+        #if canImport(Glibc)
+        Glibc.write(descriptor, buffer, count)
+        #elseif canImport(Musl)
+        Musl.write(descriptor, buffer, count)
+        #else
+        Darwin.write(descriptor, buffer, count)
+        #endif
+    }
+}
