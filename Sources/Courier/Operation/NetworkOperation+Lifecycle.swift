@@ -9,7 +9,12 @@ extension NetworkOperation {
     /// Enqueues the operation on its engine's queue; called by ``NetworkEngine/enqueue(_:)``.
     func submit() {
         let (action, dependencies, observers) = storage.withLockedValue { storage in
-            let action = storage.machine.enqueue(failingWith: inputError ?? storage.headerError)
+            // The outbox keeps bodies in memory form only: a streamed body (a file, a form, a sequence)
+            // is refused rather than frozen without it.
+            let unfreezable = storage.isFreezable && bodySource != nil
+                ? NetworkError(.bodyNotReplayable, "a streamed body (file, multipart form or stream) cannot be frozen; send it as .data to freeze it", url: urlString)
+                : nil
+            let action = storage.machine.enqueue(failingWith: inputError ?? storage.headerError ?? unfreezable)
             switch action {
             case .submit:
                 dispatchStateChange(.waiting, in: storage)
@@ -123,6 +128,7 @@ extension NetworkOperation {
             url: requestURL ?? URL(string: "http://invalid.invalid")!,
             headers: headers,
             body: body,
+            bodySource: bodySource,
             options: TransportOptions(
                 connectTimeout: timeouts.connect,
                 readTimeout: timeouts.read,

@@ -116,6 +116,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     /// The URL as composed or given, valid or not, for messages.
     let urlString: String
     let body: Data?
+    /// A streamed body (file, multipart form, caller's sequence), never held whole.
+    let bodySource: RequestBodySource?
     /// Bad input found when the operation was built (URL, body, engine headers); it fails with this when enqueued.
     let inputError: NetworkError?
 
@@ -139,6 +141,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         self.urlString = urlString
         self.requestURL = try? url.get()
         self.body = body?.data
+        self.bodySource = body?.source
         var error = inputError
         if case .failure(let urlError) = url { error = error ?? urlError }
         if case .invalid(let bodyError)? = body?.storage { error = error ?? bodyError }
@@ -148,7 +151,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
             fields[.contentType] = contentType
         }
         self.uniqueIdentifier = Self.makeUniqueIdentifier(method: method, url: urlString, body: body?.data)
-        let coalesces = context.configuration.coalescesRequests && (method == .get || method == .head)
+        let coalesces = context.configuration.coalescesRequests && (method == .get || method == .head) && bodySource == nil
         self.storage = NIOLockedValueBox(Storage(headers: fields, allowsCoalescing: coalesces))
     }
 

@@ -1,4 +1,5 @@
 public import Foundation
+public import NIOCore
 
 /// The body of a request, built with one of the static factories.
 ///
@@ -11,6 +12,8 @@ public import Foundation
 public struct RequestBody: Sendable {
     enum Storage: Sendable {
         case bytes(Data)
+        /// A body streamed from a file, a multipart form or a caller's sequence, never held whole.
+        case streamed(RequestBodySource)
         case invalid(NetworkError)
     }
 
@@ -57,6 +60,59 @@ public struct RequestBody: Sendable {
     /// - Returns: The body.
     public static func text(_ text: String, contentType: String = "text/plain; charset=utf-8") -> RequestBody {
         RequestBody(storage: .bytes(Data(text.utf8)), contentType: contentType)
+    }
+
+    /// A file's contents, read in chunks as they are sent (constant memory whatever its size), with a
+    /// `Content-Length` from the file's size when it is sent. A file that is missing, or that changes size
+    /// while it is sent, fails the operation with ``NetworkError/Code/fileUnavailable``. Re-sent on a 307
+    /// or 308 redirect.
+    /// - Parameters:
+    ///   - url: The file.
+    ///   - contentType: Its media type; guessed from the file name's extension when `nil`
+    ///     (`application/octet-stream` for an unknown one).
+    /// - Returns: The body.
+    public static func file(_ url: URL, contentType: String? = nil) -> RequestBody {
+        RequestBody(storage: .streamed(.file(url)), contentType: contentType ?? MIMEType.forFileName(url.lastPathComponent))
+    }
+
+    /// A `multipart/form-data` body (RFC 7578), streamed part by part (files read in chunks), with an
+    /// exact `Content-Length` computed without reading the files. Re-sent on a 307 or 308 redirect.
+    /// - Parameter form: The form.
+    /// - Returns: The body.
+    public static func multipart(_ form: MultipartForm) -> RequestBody {
+        RequestBody(storage: .streamed(.multipart(form)), contentType: form.contentType)
+    }
+
+    /// A body read from your own asynchronous sequence of byte chunks, as it is sent. It can be sent
+    /// once: a 307/308 redirect that needs it again fails with ``NetworkError/Code/bodyNotReplayable``,
+    /// and such an operation cannot be frozen.
+    /// - Parameters:
+    ///   - chunks: The chunks (`ByteBuffer`s).
+    ///   - length: The total length, when known (sent as `Content-Length`; otherwise the body is chunked).
+    ///   - contentType: The media type; `application/octet-stream` by default.
+    /// - Returns: The body.
+    public static func stream<Chunks: AsyncSequence & Sendable>(
+        _ chunks: Chunks, length: Int64? = nil, contentType: String? = "application/octet-stream"
+    ) -> RequestBody where Chunks.Element == ByteBuffer {
+        RequestBody(storage: .streamed(.stream(chunks, length: length)), contentType: contentType)
+    }
+
+    /// A body read from your own asynchronous sequence of byte arrays; see ``stream(_:length:contentType:)-(Chunks,_,_)``.
+    /// - Parameters:
+    ///   - chunks: The chunks (`[UInt8]`).
+    ///   - length: The total length, when known.
+    ///   - contentType: The media type; `application/octet-stream` by default.
+    /// - Returns: The body.
+    public static func stream<Chunks: AsyncSequence & Sendable>(
+        _ chunks: Chunks, length: Int64? = nil, contentType: String? = "application/octet-stream"
+    ) -> RequestBody where Chunks.Element == [UInt8] {
+        RequestBody(storage: .streamed(.stream(chunks, length: length)), contentType: contentType)
+    }
+
+    /// The streamed source, for bodies that are not bytes in memory.
+    var source: RequestBodySource? {
+        if case .streamed(let source) = storage { return source }
+        return nil
     }
 
     /// The encoded bytes, or `nil` when encoding failed.

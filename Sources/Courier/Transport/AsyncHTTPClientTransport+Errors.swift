@@ -23,12 +23,13 @@ extension AsyncHTTPClientTransport {
     /// repeating it is harmless (an idempotent method, RFC 9110 §9.2.2, or an `Idempotency-Key`), or
     /// when nothing of it was written (the channel was closed before a body sent in one piece).
     static func mayResend(_ request: TransportRequest, after error: any Error) -> Bool {
+        if let streamed = request.streamedBody, !streamed.isReplayable { return false }
         let idempotent: Set<HTTPRequest.Method> = [.get, .head, .options, .put, .delete, .trace]
         if idempotent.contains(request.method) || request.headers[HTTPField.Name("Idempotency-Key")!] != nil { return true }
         // A closed channel refused the first write: a body handed over in one piece was not sent at all
         // (a streamed one might have been, in part).
         if let error = error as? ChannelError, error == .ioOnClosedChannel {
-            return (request.body?.count ?? 0) <= UploadParts.partSize
+            return request.streamedBody == nil && (request.body?.count ?? 0) <= UploadParts.partSize
         }
         return false
     }

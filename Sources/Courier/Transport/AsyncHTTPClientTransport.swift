@@ -54,7 +54,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     public func execute(_ request: TransportRequest) async throws -> TransportResponse {
         // async-http-client drops interim responses inside its pool; a request that wants them goes
         // over a connection of its own that reports them.
-        if request.didReceiveInformational != nil {
+        if request.didReceiveInformational != nil, request.streamedBody == nil {
             return try await InterimResponseTransport().execute(request)
         }
         let url = request.url.absoluteString
@@ -66,6 +66,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
         if let body = request.body {
             clientRequest.body = Self.requestBody(body, progress: request.didSendBodyBytes)
+        } else if let streamed = request.streamedBody {
+            clientRequest.body = .stream(streamed.parts(), length: streamed.length.map { .known($0) } ?? .unknown)
         }
         let deadline = request.deadline.map(NIODeadline.init(_:)) ?? .distantFuture
         do {
@@ -79,6 +81,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                     "courier-url": "\(request.url.redactedForLogs)", "courier-error": "\(error)",
                 ])
                 if let body = request.body { clientRequest.body = Self.requestBody(body, progress: request.didSendBodyBytes) }
+                if let streamed = request.streamedBody {
+                    clientRequest.body = .stream(streamed.parts(), length: streamed.length.map { .known($0) } ?? .unknown)
+                }
                 response = try await client(for: request.options).execute(clientRequest, deadline: deadline, logger: request.logger)
             }
             var headers = HTTPFields()

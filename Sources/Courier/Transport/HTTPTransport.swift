@@ -29,8 +29,11 @@ public struct TransportRequest: Sendable {
     public var url: URL
     /// The header fields to send, in order.
     public var headers: HTTPFields
-    /// The body, if any.
+    /// The body, if any, when it is bytes in memory.
     public var body: Data?
+    /// The body, when it is streamed (a file, a multipart form, a caller's sequence): read part by part
+    /// as it is sent, never whole. A transport sends `body` or this, never both.
+    public var streamedBody: TransportBody?
     /// Timeouts and decompression.
     public var options: TransportOptions
     /// The instant by which the whole exchange must be over, if any.
@@ -73,6 +76,31 @@ public struct TransportRequest: Sendable {
         self.logger = logger
         self.didSendBodyBytes = didSendBodyBytes
     }
+}
+
+/// A request body sent as a stream of parts: a file, a multipart form, or a caller's sequence.
+public struct TransportBody: Sendable {
+    /// The length in bytes, when known (sent as `Content-Length`; otherwise the body is chunked).
+    public var length: Int64?
+    /// Whether ``parts()`` may be called again for another attempt (a file or a form: yes; a caller's
+    /// one-shot sequence: no, a second call's sequence fails with ``NetworkError/Code/bodyNotReplayable``).
+    public var isReplayable: Bool
+    private let make: @Sendable () -> any AsyncSequence<ByteBuffer, any Error> & Sendable
+
+    /// Creates a body.
+    /// - Parameters:
+    ///   - length: The length, if known.
+    ///   - isReplayable: Whether `parts` may be called again.
+    ///   - parts: Makes the sequence of parts for one attempt.
+    public init(length: Int64?, isReplayable: Bool, parts: @escaping @Sendable () -> any AsyncSequence<ByteBuffer, any Error> & Sendable) {
+        self.length = length
+        self.isReplayable = isReplayable
+        self.make = parts
+    }
+
+    /// The body's parts for one attempt, read as they are sent. Iterating may throw (a file that went
+    /// away): the request then fails with that error.
+    public func parts() -> any AsyncSequence<ByteBuffer, any Error> & Sendable { make() }
 }
 
 /// The per-request settings a transport applies.

@@ -8,6 +8,8 @@ struct PreparedRequest: Sendable {
     var url: URL
     var headers: HTTPFields
     var body: Data?
+    /// A streamed body (file, form, caller's sequence) instead of `body`.
+    var bodySource: RequestBodySource?
     var options: TransportOptions
     var redirects: RedirectPolicy
     var maximumBodySize: Int

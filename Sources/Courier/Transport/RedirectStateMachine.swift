@@ -57,6 +57,7 @@ struct RedirectStateMachine {
         if becomesGET {
             next.method = .get
             next.body = nil
+            next.bodySource = nil
             for name in [HTTPField.Name.contentType, .contentLength, .contentEncoding, .transferEncoding] {
                 next.headers[name] = nil
             }

@@ -49,7 +49,7 @@ struct RequestExecutor: Sendable {
             while true {
                 try Task.checkCancellation()
                 let current = redirects.current
-                let response = try await transport.execute(transportRequest(for: current, deadline: deadline, progress: progress))
+                let response = try await transport.execute(await transportRequest(for: current, deadline: deadline, progress: progress))
                 if let completion = current.cacheCompletion, completion.mustResendWhole(status: response.status.code, headers: response.headers) {
                     // The cache asked for the bytes its stored part lacks and got something else: ask for everything.
                     try await discardBody(of: response)
@@ -76,6 +76,12 @@ struct RequestExecutor: Sendable {
                         status: response.status, headers: response.headers, body: body,
                         url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain))
                 case .follow(let next):
+                    if let source = next.bodySource, !source.isReplayable {
+                        // A 307/308 asks for the same body again; a caller's one-shot stream is gone.
+                        return .failure(NetworkError(
+                            .bodyNotReplayable, "the \(response.status.code) redirect needs the body again, and a stream body can be sent once",
+                            url: current.url.absoluteString))
+                    }
                     request.logger.debug("courier following redirect", metadata: [
                         "courier-status": "\(response.status.code)", "courier-url": "\(next.url.redactedForLogs)",
                     ])
@@ -94,10 +100,23 @@ struct RequestExecutor: Sendable {
 
     private func transportRequest(
         for request: PreparedRequest, deadline: ContinuousClock.Instant?, progress: ProgressSink
-    ) -> TransportRequest {
+    ) async throws -> TransportRequest {
         var transportRequest = TransportRequest(
             method: request.method, url: request.url, headers: request.headers, body: request.body,
             options: request.options, deadline: deadline, logger: request.logger)
+        if var source = request.bodySource {
+            // Measured for each attempt (a file's size now); the stream holds the file to that size.
+            try await source.prepare()
+            let upload = progress.upload
+            let throttles = request.destination.throttles
+            let measured = source
+            let total = measured.length
+            transportRequest.streamedBody = TransportBody(length: total, isReplayable: measured.isReplayable) {
+                MeteredParts(base: measured.makeStream(), total: total, progress: { sent, all in
+                    upload(TransferProgress(completedBytes: sent, totalBytes: all))
+                }, throttles: throttles)
+            }
+        }
         if request.reportsInformational {
             transportRequest.didReceiveInformational = progress.informational
         }
