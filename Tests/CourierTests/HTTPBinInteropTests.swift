@@ -30,6 +30,25 @@ struct HTTPBinInteropTests {
         #expect(headers["Accept-Language"]?.isEmpty == false)
     }
 
+    @Test func multipartFilesAndFieldsAreParsedByHTTPBin() async throws {
+        let engine = try engine()
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-interop-\(UUID().uuidString).txt")
+        try Data("file contents\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        var form = MultipartForm()
+        form.addField("Ada Lovelace", name: "name")
+        form.addFile(file, name: "document")
+        form.addData(Data("in memory".utf8), name: "note", filename: "note.txt", contentType: "text/plain")
+        let json = try object(try await engine.send(engine.operation(path: "/post", method: .post, body: .multipart(form))))
+        #expect((json["form"] as? [String: Any])?["name"] as? String == "Ada Lovelace")
+        let files = try #require(json["files"] as? [String: Any])
+        #expect(files["document"] as? String == "file contents\n")
+        #expect(files["note"] as? String == "in memory")
+        let headers = try #require(json["headers"] as? [String: String])
+        #expect(headers["Content-Type"]?.hasPrefix("multipart/form-data; boundary=") == true)
+        #expect(headers["Content-Length"] != nil, "the length is known without reading the files")
+    }
+
     @Test func formBodiesAreParsedAsForms() async throws {
         let engine = try engine()
         let json = try object(try await engine.send(engine.operation(path: "/post", params: ["name": "Ada Lovelace", "tags": ["x", "y"]], method: .post)))

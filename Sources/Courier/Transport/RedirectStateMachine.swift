@@ -72,6 +72,13 @@ struct RedirectStateMachine {
         return .follow(next)
     }
 
+    /// Sets fields on the current request (a resumable download's `Range` and `If-Range`), first
+    /// removing those named in `removing`.
+    mutating func setHeaders(_ fields: HTTPFields, removing names: [HTTPField.Name] = []) {
+        for name in names { current.headers[name] = nil }
+        for field in fields { current.headers[field.name] = field.value }
+    }
+
     /// The cache's completion request was not answered with the bytes it asked for: the current
     /// request is sent again without its `Range` and `If-Range`.
     mutating func dropCacheCompletion() {

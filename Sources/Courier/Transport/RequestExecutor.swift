@@ -46,6 +46,11 @@ struct RequestExecutor: Sendable {
     ) async -> Result<NetworkResponse, NetworkError> {
         var redirects = RedirectStateMachine(request: request)
         do {
+            var resume: ResumeDriver?
+            if let (driver, extra) = await ResumeDriver.begin(for: request) {
+                resume = driver
+                redirects.setHeaders(extra)
+            }
             while true {
                 try Task.checkCancellation()
                 let current = redirects.current
@@ -59,13 +64,19 @@ struct RequestExecutor: Sendable {
                 switch redirects.receivedResponse(status: response.status.code, headers: response.headers) {
                 case .deliver:
                     let destination = current.destination
-                    if !destination.keepsInMemory, destination.acceptableStatusCodes.contains(response.status.code) {
-                        let files = try await transfer(response, for: current, progress: progress)
-                        var delivered = NetworkResponse(
-                            status: response.status, headers: response.headers, body: Data(),
-                            url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain)
-                        delivered.fileURLs = files
-                        return .success(delivered)
+                    let code = response.status.code
+                    if !destination.keepsInMemory, destination.acceptableStatusCodes.contains(code) || (resume != nil && code == 416) {
+                        switch try await transfer(response, for: current, resume: &resume, progress: progress) {
+                        case .delivered(let files, let status, let headers):
+                            var delivered = NetworkResponse(
+                                status: status, headers: headers, body: Data(),
+                                url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain)
+                            delivered.fileURLs = files
+                            return .success(delivered)
+                        case .startOver:
+                            redirects.setHeaders([:], removing: [.range, .ifRange])
+                            continue
+                        }
                     }
                     let body = try await readBody(of: response, for: current, progress: progress)
                     // A body stream carries the body of an accepted answer only; this one fails the operation.
@@ -158,7 +169,7 @@ struct RequestExecutor: Sendable {
         return Data(buffer.readableBytesView)
     }
 
-    private func discardBody(of response: TransportResponse) async throws {
+    func discardBody(of response: TransportResponse) async throws {
         var read = 0
         for try await part in response.body {
             read += part.readableBytes
