@@ -6,7 +6,7 @@ import Foundation
 struct PostCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "post",
-        abstract: "Send a POST request with a form (-d) or JSON (--json) body and print the response.")
+        abstract: "Send a POST request with a form (-d), multipart (-F, files streamed) or JSON (--json) body and print the response.")
 
     @OptionGroup var options: RequestOptions
 
@@ -15,6 +15,9 @@ struct PostCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("A JSON document to send as the body.", valueName: "json"))
     var json: String?
+
+    @Option(name: .customShort("F"), help: ArgumentHelp("A multipart/form-data part: name=value, or name=@path to send a file (streamed). Repeatable.", valueName: "part"))
+    var parts: [String] = []
 
     @Flag(help: "If the host cannot be reached, freeze the request in the outbox (print 'frozen <id>', exit 0); 'courier outbox flush' sends it later.")
     var freezable = false
@@ -26,11 +29,13 @@ struct PostCommand: AsyncParsableCommand {
     }
 
     nonisolated func runPost() async throws {
-        if json != nil && !fields.isEmpty {
-            throw CLIFailure.usage("use either -d fields or --json, not both")
+        if [json != nil, !fields.isEmpty, !parts.isEmpty].filter({ $0 }).count > 1 {
+            throw CLIFailure.usage("use one of -d fields, -F parts or --json")
         }
         let body: RequestBody
-        if let json {
+        if !parts.isEmpty {
+            body = .multipart(try Self.form(parts))
+        } else if let json {
             let data = Data(json.utf8)
             guard (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) != nil else {
                 throw CLIFailure.usage("--json is not valid JSON")
@@ -46,6 +51,9 @@ struct PostCommand: AsyncParsableCommand {
             }
             body = .form(form)
         }
+        if freezable && !parts.isEmpty {
+            throw CLIFailure.usage("a multipart body with files is streamed and cannot be frozen; drop --freezable")
+        }
         let engine = try options.makeEngine {
             $0.dataDirectory = dataDirectory.url
             $0.replaysOutbox = false
@@ -53,5 +61,26 @@ struct PostCommand: AsyncParsableCommand {
         let operation = engine.operation(url: options.url, method: .post, body: body)
         operation.isFreezable = freezable
         try await options.run(operation, on: engine)
+    }
+
+    /// `-F name=value` and `-F name=@path` as a multipart form; a malformed part or a missing file is a
+    /// usage error.
+    static func form(_ parts: [String]) throws(CLIFailure) -> MultipartForm {
+        var form = MultipartForm()
+        for part in parts {
+            guard let equals = part.firstIndex(of: "="), equals != part.startIndex else {
+                throw CLIFailure.usage("part '\(part)' is not name=value or name=@file")
+            }
+            let name = String(part[..<equals])
+            let value = part[part.index(after: equals)...]
+            if value.hasPrefix("@") {
+                let path = String(value.dropFirst())
+                guard FileManager.default.isReadableFile(atPath: path) else { throw CLIFailure.usage("cannot read '\(path)' for part '\(name)'") }
+                form.addFile(URL(fileURLWithPath: path), name: name)
+            } else {
+                form.addField(String(value), name: name)
+            }
+        }
+        return form
     }
 }

@@ -1,0 +1,65 @@
+import ArgumentParser
+import Courier
+import Foundation
+
+/// `courier upload URL FILE`: sends a file as the body of a PUT (or POST), streamed, with progress.
+struct UploadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upload",
+        abstract: "Send a file as a request body (PUT by default), streamed in constant memory, with progress.")
+
+    @Argument(help: "The absolute http(s) URL.")
+    var url: String
+
+    @Argument(help: "The file to send.")
+    var file: String
+
+    @Flag(help: "Send with POST instead of PUT.")
+    var post = false
+
+    @Option(name: .customShort("H"), help: ArgumentHelp("A request header, 'Name: value'. Repeatable.", valueName: "header"))
+    var headers: [String] = []
+
+    @Option(help: ArgumentHelp("A bandwidth limit in bytes per second (k, M suffixes allowed).", valueName: "rate"))
+    var limitRate: String?
+
+    func run() async throws {
+        try await upload()
+    }
+
+    nonisolated func upload() async throws {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            parsed.host?.isEmpty == false
+        else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
+        guard FileManager.default.isReadableFile(atPath: file) else { throw CLIFailure.usage("cannot read '\(file)'") }
+        let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
+        var rate: Int?
+        if let limitRate {
+            guard let parsedRate = DownloadCommand.parseRate(limitRate) else { throw CLIFailure.usage("--limit-rate must be a number of bytes per second, like 500k or 2M") }
+            rate = parsedRate
+        }
+        let engine = NetworkEngine(baseURL: url, configuration: .init {
+            $0.dataDirectory = nil
+            $0.acceptableStatusCodes = Set(100..<600)
+        }, queue: NetworkQueue())
+        let operation = engine.operation(url: url, method: post ? .post : .put, body: .file(URL(fileURLWithPath: file)))
+        for field in fields { operation.appendHeader(field.value, forName: field.name.rawName) }
+        operation.maximumBytesPerSecond = rate
+        let bar = ProgressBar(toTerminal: StandardStream.standardError.isTerminal)
+        operation.onUploadProgress { bar.update($0) }
+        let response: NetworkResponse
+        do {
+            response = try await engine.send(operation)
+        } catch {
+            bar.finish()
+            throw CLIFailure(exitCode: 1, message: error.description)
+        }
+        bar.finish()
+        try ResponsePrinter.print(response, includeHead: false, format: .automatic, bodyFile: nil)
+        switch response.statusCode {
+        case 400..<500: throw CLIFailure(exitCode: 4, message: "")
+        case 500..<600: throw CLIFailure(exitCode: 5, message: "")
+        default: return
+        }
+    }
+}
