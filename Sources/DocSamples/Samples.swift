@@ -60,6 +60,17 @@ func sample_README_4() async throws {
 
 // README.md, sample 5
 func sample_README_5() async throws {
+    var form = MultipartForm()
+    form.addField("Ada", name: "name")
+    form.addFile(URL(fileURLWithPath: "/tmp/photo.jpg"), name: "photo")
+    _ = try await engine.send(engine.operation(path: "profile", method: .post, body: .multipart(form)))
+    let file = try await engine.download(path: "exports/2026.csv", to: URL(fileURLWithPath: "/tmp/2026.csv"))
+    _ = form
+    _ = file
+}
+
+// README.md, sample 6
+func sample_README_6() async throws {
     for await event in download.events {
         if case .downloadProgress(let p) = event { bar.progress = p.fractionCompleted ?? 0 }
     }

@@ -1,3 +1,4 @@
+import Courier
 import AsyncHTTPClient
 import Foundation
 import NIOCore
@@ -31,7 +32,12 @@ enum LargeDownload {
                         (CommandLine.arguments[0], ["download-ahc", url, file.path])
                     }
                 },
-                Contender("Courier", unavailable: "not built yet (downloads to files come with the file-transfer issue)"),
+                Contender("Courier download(to:)") {
+                    let file = directory.appendingPathComponent("cb-courier")
+                    return try measure(file: file, base: courierTestServerURL, bytes: bytes) { url in
+                        (CommandLine.arguments[0], ["download-courier", url, file.path])
+                    }
+                },
             ],
             notes: ["targets: peak RSS growth under 32 MiB for 1 GiB; throughput at least 0.8 of curl"])
     }
@@ -88,5 +94,12 @@ enum LargeDownload {
                 }
             }
         }
+    }
+
+    /// The child side of the Courier contender: `download(to:)` on a queue of its own.
+    static func downloadWithCourier(url: String, to path: String) async throws {
+        let engine = NetworkEngine(baseURL: url, configuration: .init { $0.dataDirectory = nil }, queue: NetworkQueue())
+        let response = try await engine.send(engine.operation(url: url).download(to: URL(fileURLWithPath: path)))
+        guard response.statusCode == 200, response.fileURLs.first?.path == path else { throw BenchError("status \(response.statusCode)") }
     }
 }

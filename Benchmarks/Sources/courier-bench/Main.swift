@@ -7,7 +7,7 @@ struct CourierBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "courier-bench",
         abstract: "Courier against raw async-http-client, URLSession and curl, in interleaved rounds.",
-        subcommands: [RunBenchmarks.self, Serve.self, DownloadAHC.self, Profile.self],
+        subcommands: [RunBenchmarks.self, Serve.self, DownloadAHC.self, DownloadCourier.self, Profile.self],
         defaultSubcommand: RunBenchmarks.self)
 }
 
@@ -54,6 +54,17 @@ struct DownloadAHC: AsyncParsableCommand {
 
     func run() async throws {
         try await LargeDownload.downloadWithAHC(url: url, to: path)
+    }
+}
+
+/// Hidden: the child process of the Courier download contender.
+struct DownloadCourier: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "download-courier", shouldDisplay: false)
+    @Argument var url: String
+    @Argument var path: String
+
+    func run() async throws {
+        try await LargeDownload.downloadWithCourier(url: url, to: path)
     }
 }
 

@@ -14,6 +14,11 @@ struct DownloadWriter: Sendable {
     private let handles: [WriteFileHandle]
     /// Bytes in the partial files (the offset the next chunk is written at).
     private(set) var length: Int64
+    /// Chunks gathered for one write: each write is a hop to the file system's threads, so small
+    /// network chunks are written a megabyte at a time (memory stays bounded by that).
+    private var pending = ByteBuffer()
+    /// The size of one write.
+    static let writeSize = 1 << 20
 
     /// The partial file beside `destination`.
     static func partialURL(for destination: URL) -> URL {
@@ -29,7 +34,7 @@ struct DownloadWriter: Sendable {
                 let partial = FilePath(partialURL(for: destination).path)
                 if offset > 0, index > 0 {
                     // A second destination starts from the first one's bytes on disk.
-                    try? await FileSystem.shared.removeItem(at: partial, strategy: .platformDefault)
+                    _ = try? await FileSystem.shared.removeItem(at: partial, strategy: .platformDefault)
                     try await FileSystem.shared.copyItem(at: FilePath(partialURL(for: destinations[0]).path), to: partial)
                 }
                 let options: OpenOptions.Write = offset > 0
@@ -46,18 +51,34 @@ struct DownloadWriter: Sendable {
         return DownloadWriter(destinations: destinations, handles: handles, length: offset)
     }
 
-    /// Appends a chunk to every partial file.
+    /// Appends a chunk to every partial file (gathered into writes of ``writeSize``).
     mutating func write(_ chunk: ByteBuffer) async throws(NetworkError) {
+        if pending.readableBytes == 0, chunk.readableBytes >= Self.writeSize { return try await writeNow(chunk) }
+        pending.writeImmutableBuffer(chunk)
+        if pending.readableBytes >= Self.writeSize { try await flush() }
+    }
+
+    /// Writes what is gathered.
+    mutating func flush() async throws(NetworkError) {
+        guard pending.readableBytes > 0 else { return }
+        let bytes = pending
+        pending = ByteBuffer()
+        try await writeNow(bytes)
+    }
+
+    private mutating func writeNow(_ bytes: ByteBuffer) async throws(NetworkError) {
         do {
-            for handle in handles { try await handle.write(contentsOf: chunk, toAbsoluteOffset: length) }
+            for handle in handles { try await handle.write(contentsOf: bytes, toAbsoluteOffset: length) }
         } catch {
             throw Self.fileError(error, destination: destinations.first)
         }
-        length += Int64(chunk.readableBytes)
+        length += Int64(bytes.readableBytes)
     }
 
     /// Closes the partial files and renames each into place, replacing what was there.
     func finish() async throws(NetworkError) {
+        var writer = self
+        try await writer.flush()
         do {
             for handle in handles { try await handle.close(makeChangesVisible: true) }
             let pairs = destinations.map { (Self.partialURL(for: $0).path, $0.path) }
@@ -73,6 +94,10 @@ struct DownloadWriter: Sendable {
 
     /// Closes the partial files; removes them unless `keep` (a resumable download that was interrupted).
     func abandon(keep: Bool) async {
+        if keep {
+            var writer = self
+            try? await writer.flush()   // what arrived is what the record counts
+        }
         for handle in handles { try? await handle.close(makeChangesVisible: true) }
         guard !keep else { return }
         for destination in destinations {
@@ -89,7 +114,7 @@ struct DownloadWriter: Sendable {
             switch error.code {
             case .notFound: reason = "its folder does not exist"
             case .permissionDenied: reason = "it is not writable"
-            default: reason = (error.cause as? any Error).map { "\($0)" } ?? error.message
+            default: reason = error.cause.map { "\($0)" } ?? error.message
             }
         } else if let error = error as? IOError, error.errnoCode == ENOSPC {
             reason = "the disk is full"
