@@ -197,6 +197,22 @@ private final class OpenFile {
 
 /// The ``NetworkError/Code/fileUnavailable`` errors of the transfer components.
 enum FileErrors {
+    /// The size of the regular file at `url`, asked on the file system's thread pool.
+    /// - Throws: ``NetworkError/Code/fileUnavailable`` when it is missing or not a regular file.
+    static func regularFileSize(_ url: URL) async throws(NetworkError) -> Int64 {
+        let info: FileInfo?
+        do {
+            info = try await FileSystem.shared.info(forFileAt: FilePath(url.path))
+        } catch {
+            throw unavailable(url, doing: "measured", error)
+        }
+        guard let info else { throw NetworkError(.fileUnavailable, "the file \(url.path) does not exist") }
+        guard info.type == .regular else {
+            throw NetworkError(.fileUnavailable, "the file \(url.path) is not a regular file (\(info.type))")
+        }
+        return info.size
+    }
+
     /// A file operation that failed, as a typed error naming the file.
     /// - Parameters:
     ///   - url: The file.

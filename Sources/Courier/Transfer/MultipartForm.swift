@@ -185,17 +185,7 @@ extension MultipartForm {
         var sizes: [String: Int64] = [:]
         for part in parts {
             guard case .file(let url) = part.content else { continue }
-            let info: FileInfo?
-            do {
-                info = try await FileSystem.shared.info(forFileAt: FilePath(url.path))
-            } catch {
-                throw FileErrors.unavailable(url, doing: "measured", error)
-            }
-            guard let info else { throw NetworkError(.fileUnavailable, "the file \(url.path) does not exist") }
-            guard info.type == .regular else {
-                throw NetworkError(.fileUnavailable, "the file \(url.path) is not a regular file (\(info.type))")
-            }
-            sizes[url.path] = info.size
+            sizes[url.path] = try await FileErrors.regularFileSize(url)
         }
         var length: Int64 = 0
         for segment in segments(fileSizes: sizes) {

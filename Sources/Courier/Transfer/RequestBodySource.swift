@@ -80,18 +80,9 @@ struct RequestBodySource: Sendable {
         case .data, .stream:
             return
         case .file(let url):
-            let info: FileInfo?
-            do {
-                info = try await FileSystem.shared.info(forFileAt: FilePath(url.path))
-            } catch {
-                throw FileErrors.unavailable(url, doing: "measured", error)
-            }
-            guard let info else { throw NetworkError(.fileUnavailable, "the file \(url.path) does not exist") }
-            guard info.type == .regular else {
-                throw NetworkError(.fileUnavailable, "the file \(url.path) is not a regular file (\(info.type))")
-            }
-            measurement = MultipartForm.Measurement(length: info.size, fileSizes: [url.path: info.size])
-            length = info.size
+            let size = try await FileErrors.regularFileSize(url)
+            measurement = MultipartForm.Measurement(length: size, fileSizes: [url.path: size])
+            length = size
         case .multipart(let form):
             let measured = try await form.measure()
             measurement = measured
