@@ -120,6 +120,28 @@ struct DownloadTests {
         #expect(await failure(of: op)?.code == .cancelled)
     }
 
+    @Test func aBodyStreamEndsWhenItsOperationEndsWithoutAFlight() async throws {
+        let engine = NetworkEngine.fake(FakeTransport())
+        let op = engine.operation(path: "a")
+        let stream = op.bodyStream
+        op.cancel()
+        await #expect(throws: NetworkError.self) { for try await _ in stream {} }
+    }
+
+    @Test func aTimeoutEndsAStreamedBodyWhoseReaderStoppedReading() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let engine = Self.engine(server)
+        let op = engine.operation(path: "/bytes/20000000", params: ["chunkSize": "65536"])
+        op.timeouts.total = .milliseconds(800)
+        let stream = op.bodyStream
+        engine.enqueue(op)
+        var iterator = stream.makeAsyncIterator()
+        _ = try await iterator.next()   // one chunk, then the reader stops reading but keeps the stream
+        #expect(await failure(of: op)?.code == .timeout, "the flight waiting for room is not stuck")
+        _ = iterator
+    }
+
     @Test func aBodyStreamOfAnUnacceptableAnswerThrowsTheStatus() async throws {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }

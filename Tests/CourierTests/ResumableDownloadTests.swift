@@ -112,6 +112,24 @@ struct ResumableDownloadTests {
         #expect(try Data(contentsOf: file) == origin.state.withLockedValue { $0.content })
     }
 
+    @Test func anAnswerAResumableDownloadCannotUseIsATypedErrorAndKeepsTheBytes() async throws {
+        let origin = Origin()
+        origin.state.withLockedValue { $0.dropAfter = 30_000 }
+        let useful = origin.transport
+        let engine = NetworkEngine.fake(FakeTransport { request in
+            if request.headers[.range] != nil { return FakeTransport.reply(status: 204, headers: [:], data: Data()) }
+            return try await useful.execute(request)
+        })
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("data.bin")
+        _ = await failure(of: engine.operation(path: "data").download(to: file, resumable: true))
+        let error = await failure(of: engine.operation(path: "data").download(to: file, resumable: true))
+        #expect(error?.code == .unacceptableStatus)
+        let partial = folder.appendingPathComponent(".data.bin.courier-partial")
+        #expect(try Data(contentsOf: partial).count == 30_000, "the bytes on disk stay for a later attempt")
+    }
+
     @Test func aNonResumableDownloadNeverAsksForARange() async throws {
         let origin = Origin()
         origin.state.withLockedValue { $0.dropAfter = 30_000 }

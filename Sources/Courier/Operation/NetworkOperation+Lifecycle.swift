@@ -279,6 +279,14 @@ extension NetworkOperation {
     /// handler, and returns the internal observers to call once the lock is released.
     func publishOutcome(_ storage: inout Storage) -> [Observer] {
         guard let outcome = storage.machine.outcome else { return [] }
+        // A body stream ends with the operation, however it ended (a flight that never ran included);
+        // after a flight's own ending this changes nothing.
+        if let channel = storage.transfer.channel {
+            switch outcome {
+            case .success: channel.finish(nil)
+            case .failure(let error): channel.finish(error)
+            }
+        }
         let handlers = storage.handlers
         let queue = context.configuration.callbackQueue
         switch outcome {

@@ -203,7 +203,7 @@ public final class NetworkBatch: Sendable {
 
     private func perform(_ action: BatchStateMachine.Action) {
         let toCancel = state.withLockedValue { state in action.cancel.compactMap { state.operations[$0] } }
-        for operation in toCancel { operation.cancel() }
+        for operation in toCancel { operation.cancelKeepingResumeData() }   // a side effect: resumable downloads keep their bytes
         if let progress = action.progress {
             state.withLockedValue { state in
                 let handlers = state.progressHandlers

@@ -15,6 +15,8 @@ final class BodyChannel: Sendable {
         /// The consumer stopped (its task was cancelled or it stopped iterating): chunks are dropped.
         var isAbandoned = false
         var hasConsumer = false
+        /// The producing task was cancelled: it no longer waits for room.
+        var isProducerCancelled = false
 
         var unread: Int { buffer.count - head }
     }
@@ -44,13 +46,24 @@ final class BodyChannel: Sendable {
             return state.unread >= capacity
         }
         guard mustWait else { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLockedValue { state in
-                if state.isAbandoned || state.unread < capacity { return true }
-                state.producer = continuation
-                return false
+        // The flight's task may be cancelled (the operation cancelled, its total timeout) while it waits:
+        // it then stops waiting, and its body read fails with the cancellation.
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLockedValue { state in
+                    if state.isAbandoned || state.isProducerCancelled || state.unread < capacity { return true }
+                    state.producer = continuation
+                    return false
+                }
+                if resumeNow { continuation.resume() }
             }
-            if resumeNow { continuation.resume() }
+        } onCancel: {
+            let producer = state.withLockedValue { state in
+                state.isProducerCancelled = true
+                defer { state.producer = nil }
+                return state.producer
+            }
+            producer?.resume()
         }
     }
 

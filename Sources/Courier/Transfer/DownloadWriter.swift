@@ -78,9 +78,19 @@ struct DownloadWriter: Sendable {
     /// Closes the partial files and renames each into place, replacing what was there.
     func finish() async throws(NetworkError) {
         var writer = self
-        try await writer.flush()
         do {
-            for handle in handles { try await handle.close(makeChangesVisible: true) }
+            try await writer.flush()
+        } catch {
+            await abandon(keep: false)
+            throw error
+        }
+        do {
+            // Every handle is closed even when one fails (a handle left open is a fatal error in NIOFileSystem).
+            var failure: (any Error)?
+            for handle in handles {
+                do { try await handle.close(makeChangesVisible: true) } catch { failure = failure ?? error }
+            }
+            if let failure { throw failure }
             let pairs = destinations.map { (Self.partialURL(for: $0).path, $0.path) }
             try await NIOThreadPool.singleton.runIfActive {
                 for (from, to) in pairs where rename(from, to) != 0 {

@@ -7,13 +7,13 @@ struct MeteredParts: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     let base: any AsyncSequence<ByteBuffer, any Error> & Sendable
     let total: Int64?
-    let progress: @Sendable (Int64, Int64) -> Void
+    let progress: @Sendable (Int64, Int64?) -> Void
     let throttles: [Throttle]
 
     struct AsyncIterator: AsyncIteratorProtocol {
         var base: any AsyncIteratorProtocol<ByteBuffer, any Error>
         let total: Int64?
-        let progress: @Sendable (Int64, Int64) -> Void
+        let progress: @Sendable (Int64, Int64?) -> Void
         let throttles: [Throttle]
         var sent: Int64 = 0
 
@@ -21,7 +21,7 @@ struct MeteredParts: AsyncSequence, Sendable {
             guard let part = try await base.next() else { return nil }
             try await Throttle.wait(for: part.readableBytes, under: throttles)
             sent += Int64(part.readableBytes)
-            progress(sent, total ?? sent)
+            progress(sent, total)
             return part
         }
     }

@@ -48,12 +48,17 @@ extension RequestExecutor {
     ) async throws -> TransferOutcome {
         let destination = request.destination
         var offset: Int64 = 0
+        var pendingRecord: ResumeRecord?
         if var driver = resume {
+            var recordToWrite: ResumeRecord?
             switch driver.machine.receivedHead(status: response.status.code, headers: response.headers) {
             case .writeFromStart(let record, _):
-                if let record { try await driver.store.write(record) } else { await driver.store.removeRecord() }
+                // The old record goes first: a kill before the truncation below must not leave old bytes
+                // under a new validator. The new one is written once the file is truncated.
+                await driver.store.removeRecord()
+                recordToWrite = record
             case .append(let record):
-                try await driver.store.write(record)
+                recordToWrite = record
                 offset = driver.offset
             case .alreadyComplete(let length):
                 try await discardBody(of: response)
@@ -71,15 +76,27 @@ extension RequestExecutor {
                 await driver.store.removeRecord()
                 resume = driver
                 return .startOver
-            case .sendRequest, .complete, .keepPartial, .discardPartial, .fail:
-                break
+            case .fail, .sendRequest, .complete, .keepPartial, .discardPartial:
+                // An answer a resumable download cannot use (a 203, a 204, ...): the bytes on disk stay.
+                try await discardBody(of: response)
+                resume = nil
+                throw NetworkError(
+                    .unacceptableStatus, "the server answered \(response.status.code) \(response.status.reasonPhrase) to a resumable download",
+                    url: request.url.absoluteString)
             }
             resume = driver
+            if let record = recordToWrite { pendingRecord = record }
         }
         let isEncoded = response.headers[.contentEncoding].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
         let declared = (isEncoded || request.method == .head) ? nil : response.headers[.contentLength].flatMap { Int64($0) }
         let total = declared.map { $0 + offset }
         var writer = destination.files.isEmpty ? nil : try await DownloadWriter.open(destination.files, resumingAt: offset)
+        if let record = pendingRecord, let store = resume?.store {
+            do { try await store.write(record) } catch {
+                await writer?.abandon(keep: offset > 0)
+                throw error
+            }
+        }
         var received = offset
         var rate = TransferRate()
         do {

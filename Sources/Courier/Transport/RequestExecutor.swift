@@ -65,7 +65,7 @@ struct RequestExecutor: Sendable {
                 case .deliver:
                     let destination = current.destination
                     let code = response.status.code
-                    if !destination.keepsInMemory, destination.acceptableStatusCodes.contains(code) || (resume != nil && code == 416) {
+                    if !destination.keepsInMemory, destination.acceptableStatusCodes.contains(code) || ((resume?.offset ?? 0) > 0 && code == 416) {
                         switch try await transfer(response, for: current, resume: &resume, progress: progress) {
                         case .delivered(let files, let status, let headers):
                             var delivered = NetworkResponse(
