@@ -133,11 +133,12 @@ struct DownloadTests {
         defer { Task { try? await server.shutdown() } }
         let engine = Self.engine(server)
         let op = engine.operation(path: "/bytes/20000000", params: ["chunkSize": "65536"])
-        op.timeouts.total = .milliseconds(800)
+        op.timeouts.total = .seconds(2)
         let stream = op.bodyStream
         engine.enqueue(op)
         var iterator = stream.makeAsyncIterator()
-        _ = try await iterator.next()   // one chunk, then the reader stops reading but keeps the stream
+        // One chunk (on a slow machine the timeout may come first), then the reader stops reading but keeps the stream.
+        _ = try? await iterator.next()
         #expect(await failure(of: op)?.code == .timeout, "the flight waiting for room is not stuck")
         _ = iterator
     }
