@@ -50,17 +50,9 @@ struct DownloadCommand: AsyncParsableCommand {
     }
 
     nonisolated func download() async throws {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            parsed.host?.isEmpty == false
-        else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
+        try RequestOptions.checkURL(url)
         let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
-        let rate: Int?
-        if let limitRate {
-            guard let parsed = Self.parseRate(limitRate) else { throw CLIFailure.usage("--limit-rate must be a number of bytes per second, like 500k or 2M") }
-            rate = parsed
-        } else {
-            rate = nil
-        }
+        let rate = try RequestOptions.limitRate(limitRate)
         if let timeout, !(timeout > 0 && timeout.isFinite) { throw CLIFailure.usage("--timeout must be a positive number of seconds") }
         let file = try destination()
         let engine = NetworkEngine(baseURL: url, configuration: .init {

@@ -58,16 +58,28 @@ struct RequestOptions: ParsableArguments {
 
     /// Checks what can be checked before anything is sent; a problem is a usage error (exit 2).
     func checkUsage() throws(CLIFailure) {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            parsed.host?.isEmpty == false
-        else {
-            throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL")
-        }
+        try Self.checkURL(url)
         if let timeout, !(timeout > 0 && timeout.isFinite) {
             throw CLIFailure.usage("--timeout must be a positive number of seconds")
         }
         if pretty && raw { throw CLIFailure.usage("use either --pretty or --raw, not both") }
         _ = try Self.fields(parsedHeaders())
+    }
+
+    /// An absolute http(s) URL with a host; anything else is a usage error (exit 2).
+    static func checkURL(_ url: String) throws(CLIFailure) {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            parsed.host?.isEmpty == false
+        else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
+    }
+
+    /// `--limit-rate` as bytes per second; `nil` when not given; a malformed one is a usage error.
+    static func limitRate(_ text: String?) throws(CLIFailure) -> Int? {
+        guard let text else { return nil }
+        guard let rate = DownloadCommand.parseRate(text) else {
+            throw CLIFailure.usage("--limit-rate must be a number of bytes per second, like 500k or 2M")
+        }
+        return rate
     }
 
     /// Header fields from name/value pairs; an invalid name, or a value with a line break or another

@@ -28,16 +28,10 @@ struct UploadCommand: AsyncParsableCommand {
     }
 
     nonisolated func upload() async throws {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            parsed.host?.isEmpty == false
-        else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
+        try RequestOptions.checkURL(url)
         guard FileManager.default.isReadableFile(atPath: file) else { throw CLIFailure.usage("cannot read '\(file)'") }
         let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
-        var rate: Int?
-        if let limitRate {
-            guard let parsedRate = DownloadCommand.parseRate(limitRate) else { throw CLIFailure.usage("--limit-rate must be a number of bytes per second, like 500k or 2M") }
-            rate = parsedRate
-        }
+        let rate = try RequestOptions.limitRate(limitRate)
         let engine = NetworkEngine(baseURL: url, configuration: .init {
             $0.dataDirectory = nil
             $0.acceptableStatusCodes = Set(100..<600)
