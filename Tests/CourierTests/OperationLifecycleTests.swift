@@ -32,7 +32,8 @@ struct OperationLifecycleTests {
         op.onCompletion { _ in calls.hit("late") }
         op.onError { _ in calls.hit("late-error") }
         await drain(engine.configuration.callbackQueue)
-        #expect(calls.all == ["completion1": 1, "completion2": 1, "progress": 4, "late": 1])
+        // Four chunks at once: progress for the first and for the end (ProgressMeter folds the rest).
+        #expect(calls.all == ["completion1": 1, "completion2": 1, "progress": 2, "late": 1])
         #expect(states.all == [.waiting, .executing, .finished])
     }
 
@@ -150,7 +151,10 @@ struct OperationLifecycleTests {
             case .uploadProgress, .failure, .cached, .frozen: Issue.record("unexpected \(event)")
             }
         }
-        #expect(fractions == [0.25, 0.5, 0.75, 1.0])
+        // The first chunk and the end are always reported; chunks between may be folded (ProgressMeter).
+        #expect(fractions.first == 0.25)
+        #expect(fractions.last == 1.0)
+        #expect(fractions == fractions.sorted() && Set(fractions).count == fractions.count)
         #expect(outcome == 200)
         // A stream made after the end holds just the outcome.
         var late: [String] = []

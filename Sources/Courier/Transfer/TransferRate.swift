@@ -55,7 +55,10 @@ struct TransferRate: Sendable {
         let start = end - window
         // The newest sample at or before the window's start, else the oldest one.
         var base = samples[0]
-        for sample in samples where sample.time <= start { base = sample }
+        for sample in samples.dropFirst() {
+            guard sample.time <= start else { break }   // samples are in time order
+            base = sample
+        }
         let elapsed = (end - base.time).seconds
         guard elapsed > 0 else { return nil }
         return Double(newest.total - base.total) / elapsed

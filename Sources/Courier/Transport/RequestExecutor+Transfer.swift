@@ -97,22 +97,22 @@ extension RequestExecutor {
                 throw error
             }
         }
-        var received = offset
-        var rate = TransferRate()
+        var meter = ProgressMeter(completed: offset, total: total, at: .now)
+        let throttles = destination.throttles
         do {
             for try await part in response.body {
                 try await writer?.write(part)
                 resume?.machine.wroteBytes(Int64(part.readableBytes))
                 if let channel = destination.channel { await channel.send(Data(part.readableBytesView)) }
-                received += Int64(part.readableBytes)
-                let now = ContinuousClock.now
-                rate.add(part.readableBytes, at: now)
-                progress.download(TransferProgress(
-                    completedBytes: received, totalBytes: total, bytesPerSecond: rate.bytesPerSecond(at: now),
-                    estimatedTimeRemaining: total.flatMap { rate.estimatedTimeRemaining(remainingBytes: max(0, $0 - received), at: now) }))
-                try await Throttle.wait(for: part.readableBytes, under: destination.throttles)
+                if let report = meter.add(part.readableBytes, at: .now) { progress.download(report) }
+                if !throttles.isEmpty { try await Throttle.wait(for: part.readableBytes, under: throttles) }
             }
-            if received == 0 { progress.download(TransferProgress(completedBytes: 0, totalBytes: total ?? 0)) }
+            if meter.completed == 0 {
+                progress.download(TransferProgress(completedBytes: 0, totalBytes: total ?? 0))
+            } else if let report = meter.finish(at: .now) {
+                progress.download(report)
+            }
+            let received = meter.completed
             if var driver = resume {
                 switch driver.machine.bodyComplete() {
                 case .complete: break
@@ -134,7 +134,7 @@ extension RequestExecutor {
         if offset > 0 {
             // The file is the whole representation: describe it so.
             headers[.contentRange] = nil
-            headers[.contentLength] = String(received)
+            headers[.contentLength] = String(meter.completed)
         }
         return .delivered(destination.files, status: offset > 0 ? .ok : response.status, headers: headers)
     }

@@ -123,9 +123,7 @@ struct RequestExecutor: Sendable {
             let measured = source
             let total = measured.length
             transportRequest.streamedBody = TransportBody(length: total, isReplayable: measured.isReplayable) {
-                MeteredParts(base: measured.makeStream(), total: total, progress: { sent, all in
-                    upload(TransferProgress(completedBytes: sent, totalBytes: all))
-                }, throttles: throttles)
+                MeteredParts(base: measured.makeStream(), total: total, progress: upload, throttles: throttles)
             }
         }
         if request.reportsInformational {
@@ -155,16 +153,19 @@ struct RequestExecutor: Sendable {
         var buffer = ByteBuffer()
         if let total, total > 0 { buffer.reserveCapacity(Int(total)) }
         let throttles = request.destination.throttles
+        var meter = ProgressMeter(total: total, at: .now)
         for try await part in response.body {
             guard buffer.readableBytes + part.readableBytes <= limit else {
                 throw NetworkError(.bodyTooLarge, "the body exceeds the limit of \(limit) bytes", url: url)
             }
             buffer.writeImmutableBuffer(part)
-            progress.download(TransferProgress(completedBytes: Int64(buffer.readableBytes), totalBytes: total))
-            try await Throttle.wait(for: part.readableBytes, under: throttles)
+            if let report = meter.add(part.readableBytes, at: .now) { progress.download(report) }
+            if !throttles.isEmpty { try await Throttle.wait(for: part.readableBytes, under: throttles) }
         }
         if buffer.readableBytes == 0 {
             progress.download(TransferProgress(completedBytes: 0, totalBytes: total ?? 0))
+        } else if let report = meter.finish(at: .now) {
+            progress.download(report)
         }
         return Data(buffer.readableBytesView)
     }
