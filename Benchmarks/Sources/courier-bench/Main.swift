@@ -7,7 +7,7 @@ struct CourierBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "courier-bench",
         abstract: "Courier against raw async-http-client, URLSession and curl, in interleaved rounds.",
-        subcommands: [RunBenchmarks.self, Serve.self, DownloadAHC.self, DownloadCourier.self, Profile.self],
+        subcommands: [RunBenchmarks.self, Serve.self, DownloadAHC.self, DownloadCourier.self, UploadCourier.self, Profile.self],
         defaultSubcommand: RunBenchmarks.self)
 }
 
@@ -65,6 +65,17 @@ struct DownloadCourier: AsyncParsableCommand {
 
     func run() async throws {
         try await LargeDownload.downloadWithCourier(url: url, to: path)
+    }
+}
+
+/// Hidden: the child process of the Courier upload contender.
+struct UploadCourier: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "upload-courier", shouldDisplay: false)
+    @Argument var url: String
+    @Argument var path: String
+
+    func run() async throws {
+        try await LargeUpload.uploadWithCourier(url: url, file: path)
     }
 }
 

@@ -35,6 +35,7 @@ struct Suite {
             Coalescing.scenario(server: inProcess, count: quick ? 100 : 1_000),
             QueueScale.scenario(server: fastServer, count: quick ? 2_000 : 100_000),
             LargeDownload.scenario(server: testServerProcess, bytes: quick ? 64 << 20 : 1 << 30, courierTestServerURL: testServerProcess.baseURL),
+            LargeUpload.scenario(bytes: quick ? 64 << 20 : 1 << 30, courierTestServerURL: testServerProcess.baseURL),
             CacheHits.scenario(server: testServerProcess, count: quick ? 200 : 5_000),
             Freezing.scenario(count: quick ? 50 : 500),
         ]
