@@ -15,6 +15,13 @@ struct ResumableDownloadTests {
             var etag = "\"v1\""
             var dropAfter: Int?
             var ignoresRange = false
+            /// At most this many bytes in a 206 (a server may send less than the open range asked for).
+            var rangeCap: Int?
+            /// A pause before each of a body's chunks.
+            var chunkDelay: Duration?
+            /// Bodies being sent now, and the most at once.
+            var activeBodies = 0
+            var mostActiveBodies = 0
         }
         let state = NIOLockedValueBox(State())
 
@@ -31,8 +38,9 @@ struct ResumableDownloadTests {
                         return FakeTransport.reply(status: 416, headers: [.contentRange: "bytes */\(current.content.count)", .eTag: current.etag], data: Data())
                     }
                     status = 206
-                    headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound)/\(current.content.count)"
-                    body = current.content.subdata(in: bytes.lowerBound..<(bytes.upperBound + 1))
+                    let last = min(bytes.upperBound, bytes.lowerBound + (current.rangeCap ?? Int.max / 2) - 1)
+                    headers[.contentRange] = "bytes \(bytes.lowerBound)-\(last)/\(current.content.count)"
+                    body = current.content.subdata(in: bytes.lowerBound..<(last + 1))
                 }
                 headers[.contentLength] = String(body.count)
                 if let drop = current.dropAfter {
@@ -40,7 +48,12 @@ struct ResumableDownloadTests {
                     return FakeTransport.reply(status: status, headers: headers, data: body.prefix(drop), parts: 4,
                                                failure: NetworkError(.connectionLost, "dropped"))
                 }
-                return FakeTransport.reply(status: status, headers: headers, data: body, parts: 8)
+                state.withLockedValue { state in
+                    state.activeBodies += 1
+                    state.mostActiveBodies = max(state.mostActiveBodies, state.activeBodies)
+                }
+                return FakeTransport.reply(status: status, headers: headers, data: body, parts: 8, delay: current.chunkDelay,
+                                           onEnd: { state.withLockedValue { $0.activeBodies -= 1 } })
             }
         }
     }
@@ -72,6 +85,30 @@ struct ResumableDownloadTests {
         #expect(resumed.headers[.range] == "bytes=40000-" && resumed.headers[.ifRange] == "\"v1\"")
         #expect(await eventually { progress.all.first.map { $0.completedBytes > 40_000 && $0.totalBytes == 100_000 } ?? false },
                 "progress counts from the bytes already on disk")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["data.bin"], "no partial, no record left")
+    }
+
+    @Test func a206WithLessThanTheRestIsFollowedByRequestsForWhatIsLeft() async throws {
+        let origin = Origin()
+        origin.state.withLockedValue { $0.dropAfter = 10_000 }
+        let transport = origin.transport
+        let engine = NetworkEngine.fake(transport)
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("data.bin")
+        #expect(await failure(of: engine.operation(path: "data").download(to: file, resumable: true))?.code == .connectionLost)
+        origin.state.withLockedValue { $0.rangeCap = 30_000 }
+        let progress = ProgressLog()
+        let op = engine.operation(path: "data").download(to: file, resumable: true)
+        op.onDownloadProgress { progress.append($0) }
+        let response = try await engine.send(op)
+        #expect(response.statusCode == 200 && response.fileURLs == [file])
+        #expect(response.headers[.contentLength] == "100000" && response.headers[.contentRange] == nil)
+        #expect(try Data(contentsOf: file) == origin.state.withLockedValue { $0.content })
+        #expect(transport.requests.dropFirst().map { $0.headers[.range] } == ["bytes=10000-", "bytes=40000-", "bytes=70000-"])
+        #expect(transport.requests.dropFirst().allSatisfy { $0.headers[.ifRange] == "\"v1\"" })
+        #expect(await eventually { progress.all.last?.completedBytes == 100_000 })
+        #expect(progress.all.map(\.completedBytes) == progress.all.map(\.completedBytes).sorted(), "progress never goes back")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["data.bin"], "no partial, no record left")
     }
 

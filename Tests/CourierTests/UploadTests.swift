@@ -23,12 +23,14 @@ struct UploadTests {
         let progress = ProgressLog()
         let op = engine.operation(path: "/echo", method: .post, body: .file(file))
         op.onUploadProgress { progress.append($0) }
+        op.maximumBytesPerSecond = 1_000_000   // ~0.2 s, so reports (at most one per 20 ms) come part by part
         let response = try await engine.send(op)
         #expect(response.body == content)
         #expect(server.recordedRequests.last?.header("Content-Length") == "300000")
         #expect(server.recordedRequests.last?.header("Content-Type") == "application/octet-stream")
         #expect(await eventually { progress.last?.completedBytes == 300_000 && progress.last?.totalBytes == 300_000 })
         #expect(progress.all.count > 2, "reported part by part")
+        #expect(progress.all.contains { $0.bytesPerSecond != nil && $0.estimatedTimeRemaining != nil }, "with rate and time left")
     }
 
     @Test func aMissingFileIsATypedErrorAndNothingIsSent() async throws {

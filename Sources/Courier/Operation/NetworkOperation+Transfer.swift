@@ -21,6 +21,18 @@ extension NetworkOperation {
         var isExclusive: Bool { !files.isEmpty || channel != nil }
     }
 
+    /// Removes a resumable download's partial files and record after whatever writes to them now (a
+    /// running flight closing its file) and before any download started later: the destinations are
+    /// reserved in this call (``DestinationLocks``), the files removed off the caller's thread.
+    static func discardResumeData(for files: [URL]) {
+        let ticket = DestinationLocks.shared.reserve(files)
+        Task {
+            guard await DestinationLocks.shared.acquire(ticket) else { return }
+            await ResumeRecordStore.discardResumeData(for: files)
+            DestinationLocks.shared.release(ticket)
+        }
+    }
+
     /// Writes the response body to `destinations` instead of memory (MKNetworkKit's download streams:
     /// a working copy and a cache copy at once, say), in constant memory whatever its size. Each file is
     /// written beside its destination under a temporary name and moved into place only when the whole

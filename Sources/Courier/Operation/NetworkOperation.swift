@@ -312,11 +312,15 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     }
 
     func cancel(discardingPartialDownload: Bool) {
-        let (action, observers) = storage.withLockedValue { storage in
+        let (action, observers, resumeData) = storage.withLockedValue { storage in
             if discardingPartialDownload { storage.transfer.control.discardPartial() }
             let action = storage.machine.cancel(url: urlString)
-            return (action, action == .finished ? publishOutcome(&storage) : [])
+            // An explicit cancel gives up a resumable download's resume data, even one kept by an earlier run.
+            let resumeData = discardingPartialDownload && action != .none && storage.transfer.isResumable
+                ? storage.transfer.files : []
+            return (action, action == .finished ? publishOutcome(&storage) : [], resumeData)
         }
+        if !resumeData.isEmpty { Self.discardResumeData(for: resumeData) }
         switch action {
         case .finished: notify(observers)
         case .removeFromQueue:

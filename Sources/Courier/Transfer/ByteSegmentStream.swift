@@ -69,7 +69,7 @@ struct ByteSegmentStream: AsyncSequence, Sendable {
                 return try await produce()
             } catch {
                 isFinished = true
-                if let file { try? await file.close() }
+                if let file { try? await file.close() }   // closes even in a cancelled task
                 file = nil
                 throw error
             }
@@ -169,7 +169,7 @@ private final class OpenFile {
             let info = try await handle.info()
             return OpenFile(url: url, handle: handle, size: info.size)
         } catch {
-            try? await handle.close()
+            await uncancelled { try? await handle.close() }
             throw FileErrors.unavailable(url, doing: "measured", error)
         }
     }
@@ -185,7 +185,10 @@ private final class OpenFile {
     func close() async throws {
         guard !isClosed else { return }
         isClosed = true
-        try await handle.close()
+        let handle = handle
+        try await uncancelled { () -> Result<Void, any Error> in
+            do { return .success(try await handle.close()) } catch { return .failure(error) }
+        }.get()
     }
 
     deinit {

@@ -45,7 +45,8 @@ struct DownloadWriter: Sendable {
                 if offset > 0 { try await handle.resize(to: ByteCount.bytes(offset)) }
             }
         } catch {
-            for handle in handles { try? await handle.close(makeChangesVisible: true) }
+            let opened = handles
+            await uncancelled { for handle in opened { try? await handle.close(makeChangesVisible: true) } }
             throw fileError(error, destination: destinations.first)
         }
         return DownloadWriter(destinations: destinations, handles: handles, length: offset)
@@ -75,8 +76,19 @@ struct DownloadWriter: Sendable {
         length += Int64(bytes.readableBytes)
     }
 
-    /// Closes the partial files and renames each into place, replacing what was there.
+    /// Closes the partial files and renames each into place, replacing what was there; to the end,
+    /// even if the task is cancelled meanwhile (the body is complete).
     func finish() async throws(NetworkError) {
+        let writer = self
+        if let failure = await uncancelled({ await writer.finishNow() }) { throw failure }
+    }
+
+    private func finishNow() async -> NetworkError? {
+        do throws(NetworkError) { try await finishing() } catch { return error }
+        return nil
+    }
+
+    private func finishing() async throws(NetworkError) {
         var writer = self
         do {
             try await writer.flush()
@@ -103,7 +115,13 @@ struct DownloadWriter: Sendable {
     }
 
     /// Closes the partial files; removes them unless `keep` (a resumable download that was interrupted).
+    /// Runs to the end even if the task is cancelled (it usually is: that is why the transfer stopped).
     func abandon(keep: Bool) async {
+        let writer = self
+        await uncancelled { await writer.abandoning(keep: keep) }
+    }
+
+    private func abandoning(keep: Bool) async {
         if keep {
             var writer = self
             try? await writer.flush()   // what arrived is what the record counts

@@ -91,6 +91,16 @@ struct ResumeRecordStore: Sendable {
         _ = try? await NIOThreadPool.singleton.runIfActive { for path in paths { _ = unlink(path) } }
     }
 
+    /// Removes what a download to `destinations` keeps to resume: every destination's partial file and
+    /// the record beside the first (``NetworkOperation/cancel()`` on a resumable download).
+    static func discardResumeData(for destinations: [URL]) async {
+        guard let first = destinations.first else { return }
+        await ResumeRecordStore(destination: first).removePartial()
+        let others = destinations.dropFirst().map { DownloadWriter.partialURL(for: $0).path }
+        guard !others.isEmpty else { return }
+        _ = try? await NIOThreadPool.singleton.runIfActive { for path in others { _ = unlink(path) } }
+    }
+
     /// The size of the partial file, 0 when there is none.
     func partialLength() async -> Int64 {
         let path = partialURL.path

@@ -39,6 +39,9 @@ extension RequestExecutor {
         case delivered([URL], status: HTTPResponse.Status, headers: HTTPFields)
         /// The bytes on disk cannot be continued: ask again, whole.
         case startOver
+        /// A 206 brought less than the rest (RFC 9110 §14.1.2 allows it): the bytes are kept and the
+        /// next exchange asks for what is left with these fields.
+        case continueWith(HTTPFields)
     }
 
     /// Streams an accepted response body to its destination; a resumable download appends, restarts or
@@ -74,6 +77,7 @@ extension RequestExecutor {
                 try await discardBody(of: response)
                 await driver.store.removePartial()
                 await driver.store.removeRecord()
+                driver.offset = 0
                 resume = driver
                 return .startOver
             case .fail, .sendRequest, .complete, .keepPartial, .discardPartial:
@@ -116,6 +120,15 @@ extension RequestExecutor {
             if var driver = resume {
                 switch driver.machine.bodyComplete() {
                 case .complete: break
+                case .sendRequest(let fields, let resumeOffset):
+                    // Less than the rest: keep what came and ask again from there.
+                    await writer?.abandon(keep: true)
+                    if let record = driver.machine.record { try await driver.store.write(record) }
+                    driver.offset = resumeOffset
+                    resume = driver
+                    var next: HTTPFields = [.acceptEncoding: "identity"]
+                    for field in fields { next[field.name] = field.value }
+                    return .continueWith(next)
                 default:
                     resume = driver
                     throw NetworkError(.connectionLost, "the body ended after \(received) bytes, before the whole file; the next download resumes from there",
@@ -126,7 +139,13 @@ extension RequestExecutor {
             try await writer?.finish()
             await resume?.store.removeRecord()
         } catch {
-            await interrupted(writer: writer, resume: &resume, destination: destination)
+            // Cleanup runs to its end even in a cancelled task: the record it keeps is what resumes.
+            let current = resume
+            resume = await uncancelled { [writer] in
+                var driver = current
+                await interrupted(writer: writer, resume: &driver, destination: destination)
+                return driver
+            }
             throw error
         }
         destination.channel?.finish(nil)

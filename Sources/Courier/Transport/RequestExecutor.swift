@@ -41,7 +41,30 @@ struct RequestExecutor: Sendable {
         }
     }
 
+    /// One flight. A download to files holds its destinations (``DestinationLocks``) throughout, from
+    /// reading what is on disk to renaming or keeping its partial files; cancelled by
+    /// ``NetworkOperation/cancel()`` before its body came, a resumable download removes its resume data.
     private func flight(
+        _ request: PreparedRequest, deadline: ContinuousClock.Instant?, progress: ProgressSink
+    ) async -> Result<NetworkResponse, NetworkError> {
+        let destination = request.destination
+        guard !destination.files.isEmpty else { return await exchanges(request, deadline: deadline, progress: progress) }
+        let result = await DestinationLocks.shared.withDestinations(destination.files) {
+            let result = await exchanges(request, deadline: deadline, progress: progress)
+            if destination.isResumable, destination.control.isDiscarding, case .failure(let error) = result, error.code == .cancelled {
+                await uncancelled { await ResumeRecordStore.discardResumeData(for: destination.files) }
+            }
+            return result
+        }
+        guard let result else {
+            let failure = NetworkError.cancelled(url: request.url.absoluteString)
+            destination.channel?.finish(failure)
+            return .failure(failure)
+        }
+        return result
+    }
+
+    private func exchanges(
         _ request: PreparedRequest, deadline: ContinuousClock.Instant?, progress: ProgressSink
     ) async -> Result<NetworkResponse, NetworkError> {
         var redirects = RedirectStateMachine(request: request)
@@ -75,6 +98,9 @@ struct RequestExecutor: Sendable {
                             return .success(delivered)
                         case .startOver:
                             redirects.setHeaders([:], removing: [.range, .ifRange])
+                            continue
+                        case .continueWith(let fields):
+                            redirects.setHeaders(fields)
                             continue
                         }
                     }

@@ -35,34 +35,57 @@ final class FakeTransport: HTTPTransport {
     }
 
     static func reply(
-        status: Int, headers: HTTPFields, data: Data, parts: Int = 1, failure: (any Error)? = nil
+        status: Int, headers: HTTPFields, data: Data, parts: Int = 1, failure: (any Error)? = nil,
+        delay: Duration? = nil, onEnd: (@Sendable () -> Void)? = nil
     ) -> TransportResponse {
         let size = max(1, (data.count + parts - 1) / max(1, parts))
         let chunks = stride(from: 0, to: data.count, by: size).map {
             ByteBuffer(bytes: data[$0 ..< min($0 + size, data.count)])
         }
         return TransportResponse(
-            status: HTTPResponse.Status(code: status), headers: headers, body: Chunks(chunks: chunks, failure: failure))
+            status: HTTPResponse.Status(code: status), headers: headers,
+            body: Chunks(chunks: chunks, failure: failure, delay: delay, onEnd: onEnd))
     }
 
     struct Chunks: AsyncSequence, Sendable {
         typealias Element = ByteBuffer
         let chunks: [ByteBuffer]
         let failure: (any Error)?
+        /// A pause before each chunk (a slow server); cancellation ends it with an error.
+        var delay: Duration? = nil
+        /// Called once when the body ends, however it ends.
+        var onEnd: (@Sendable () -> Void)? = nil
 
         struct AsyncIterator: AsyncIteratorProtocol {
             var remaining: [ByteBuffer]
             let failure: (any Error)?
+            let delay: Duration?
+            let onEnd: (@Sendable () -> Void)?
+            var ended = false
+
             mutating func next() async throws -> ByteBuffer? {
-                if remaining.isEmpty {
-                    if let failure { throw failure }
-                    return nil
+                do {
+                    if remaining.isEmpty {
+                        if let failure { throw failure }
+                        end()
+                        return nil
+                    }
+                    if let delay { try await Task.sleep(for: delay) }
+                    return remaining.removeFirst()
+                } catch {
+                    end()
+                    throw error
                 }
-                return remaining.removeFirst()
+            }
+
+            private mutating func end() {
+                guard !ended else { return }
+                ended = true
+                onEnd?()
             }
         }
 
-        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(remaining: chunks, failure: failure) }
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(remaining: chunks, failure: failure, delay: delay, onEnd: onEnd) }
     }
 }
 
