@@ -142,14 +142,21 @@ extension NetworkOperation {
 
     /// The key identical operations share, or `nil` when this one must run alone.
     func coalescingKey() -> CoalescingKey? {
-        // A body written to files or streamed to one consumer is not shared.
-        guard storage.withLockedValue({ $0.allowsCoalescing && !$0.transfer.isExclusive }) else { return nil }
+        // A body streamed to one consumer is not shared; nor is a resumable download (its partial file
+        // belongs to its destination) or one with a bandwidth limit of its own. Downloads to files share
+        // one transfer with identical downloads: the queue copies the file to the others' destinations.
+        let shares = storage.withLockedValue { storage in
+            storage.allowsCoalescing && storage.transfer.channel == nil && !storage.transfer.isResumable && storage.transfer.throttle == nil
+        }
+        guard shares else { return nil }
+        let download = downloadDestinations.isEmpty
+            ? nil : CoalescingKey.DownloadKind(acceptableStatusCodes: context.configuration.acceptableStatusCodes.sorted())
         let transport = context.executor.transport
         let runner = CoalescingKey.Runner(
             group: context.connectivity.group,
             transport: type(of: transport) is AnyClass ? .object(ObjectIdentifier(transport as AnyObject)) : .engine(context.engineID),
             credentialsOf: context.configuration.credentialProvider == nil ? nil : context.engineID)
-        return CoalescingKey(request: preparedRequest(), uniqueIdentifier: uniqueIdentifier, runner: runner)
+        return CoalescingKey(request: preparedRequest(), uniqueIdentifier: uniqueIdentifier, runner: runner, download: download)
     }
 
     // MARK: Events from the queue

@@ -57,10 +57,12 @@ extension NetworkOperation {
             guard storage.machine.state == .ready, !destinations.isEmpty else { return }
             storage.transfer.files = destinations.map(\.standardizedFileURL)
             storage.transfer.isResumable = resumable
-            storage.allowsCoalescing = false
         }
         return self
     }
+
+    /// The files this operation downloads to (empty when its body goes to memory).
+    var downloadDestinations: [URL] { storage.withLockedValue { $0.transfer.files } }
 
     /// Writes the response body to `destination` instead of memory; see ``download(to:resumable:)-([URL],_)``.
     /// - Parameters:

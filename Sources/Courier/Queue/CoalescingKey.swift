@@ -22,7 +22,16 @@ struct CoalescingKey: Hashable, Sendable {
     let runner: Runner
     /// The names treated as credentials (dropped on a cross-origin redirect): part of how it runs.
     let sensitiveNames: Set<String>
+    /// For a download to files, what decides that its body goes to the files; `nil` for a body kept in
+    /// memory. Downloads share flights with downloads only.
+    let download: DownloadKind?
     private let precomputedHash: Int
+
+    /// What identical downloads to files must agree on to share one transfer.
+    struct DownloadKind: Hashable, Sendable {
+        /// The statuses whose body is written to the files, sorted.
+        var acceptableStatusCodes: [Int]
+    }
 
     /// Who runs a flight, as far as it changes the exchange.
     struct Runner: Hashable, Sendable {
@@ -39,8 +48,9 @@ struct CoalescingKey: Hashable, Sendable {
         }
     }
 
-    init(request: PreparedRequest, uniqueIdentifier: String, runner: Runner = Runner()) {
+    init(request: PreparedRequest, uniqueIdentifier: String, runner: Runner = Runner(), download: DownloadKind? = nil) {
         self.uniqueIdentifier = uniqueIdentifier
+        self.download = download
         self.runner = runner
         self.sensitiveNames = request.sensitiveNames
         self.headers = request.headers.map { $0.name.canonicalName + ": " + $0.value }.sorted().joined(separator: "\n")
@@ -57,6 +67,7 @@ struct CoalescingKey: Hashable, Sendable {
         hasher.combine(totalTimeout)
         hasher.combine(runner)
         hasher.combine(sensitiveNames)
+        hasher.combine(download)
         self.precomputedHash = hasher.finalize()
     }
 
@@ -64,7 +75,7 @@ struct CoalescingKey: Hashable, Sendable {
         lhs.precomputedHash == rhs.precomputedHash && lhs.uniqueIdentifier == rhs.uniqueIdentifier
             && lhs.headers == rhs.headers && lhs.options == rhs.options && lhs.redirects == rhs.redirects
             && lhs.maximumBodySize == rhs.maximumBodySize && lhs.totalTimeout == rhs.totalTimeout
-            && lhs.runner == rhs.runner && lhs.sensitiveNames == rhs.sensitiveNames
+            && lhs.runner == rhs.runner && lhs.sensitiveNames == rhs.sensitiveNames && lhs.download == rhs.download
     }
 
     func hash(into hasher: inout Hasher) {

@@ -66,9 +66,29 @@ extension NetworkQueue {
     }
 
     private func flightFinished(_ flight: FlightID, result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil) {
-        let effects = state.withLockedValue { state in
+        var effects = state.withLockedValue { state in
             state.flights[flight] = nil
             return makeEffects(of: state.machine.flightFinished(flight), in: &state)
+        }
+        // A download shared by identical ones wrote the first one's files: the others get copies, made
+        // before anyone hears of the outcome (so nobody moves the file away meanwhile). The queue goes on.
+        if case .success(let response) = result, let source = response.fileURLs.first,
+            effects.deliver.contains(where: { $0.downloadDestinations != response.fileURLs })
+        {
+            var delivery = Effects()
+            delivery.isObserved = effects.isObserved
+            delivery.deliver = effects.deliver
+            effects.deliver = []
+            perform(effects, result: result, sent: sent)
+            Task { [self] in
+                var results: [OperationID: Result<NetworkResponse, NetworkError>] = [:]
+                for operation in delivery.deliver where operation.downloadDestinations != response.fileURLs {
+                    results[operation.id] = await DownloadWriter.copy(
+                        response, from: source, to: operation.downloadDestinations, url: operation.urlString)
+                }
+                perform(delivery, result: result, sent: sent, results: results)
+            }
+            return
         }
         perform(effects, result: result, sent: sent)
     }
@@ -93,14 +113,17 @@ extension NetworkQueue {
         return effects
     }
 
-    private func perform(_ effects: Effects, result: Result<NetworkResponse, NetworkError>?, sent: PreparedRequest? = nil) {
+    private func perform(
+        _ effects: Effects, result: Result<NetworkResponse, NetworkError>?, sent: PreparedRequest? = nil,
+        results: [OperationID: Result<NetworkResponse, NetworkError>] = [:]
+    ) {
         for operation in effects.cancelled {
             operation.queueDidCancel()
             if effects.isObserved { publish(.failed(operation, operation.error ?? .cancelled(url: operation.urlString))) }
         }
         if let result {
             for operation in effects.deliver {
-                operation.queueDidFinish(result, sent: sent)
+                operation.queueDidFinish(results[operation.id] ?? result, sent: sent)
                 if !effects.isObserved { continue }
                 if let response = operation.response {
                     publish(.finished(operation, response))

@@ -114,6 +114,37 @@ struct DownloadWriter: Sendable {
         }
     }
 
+    /// Copies a shared download's file to another operation's destinations, each through a partial file
+    /// renamed into place, holding those destinations and the source (``DestinationLocks``).
+    /// - Returns: `response` naming `destinations`, or the file error.
+    static func copy(
+        _ response: NetworkResponse, from source: URL, to destinations: [URL], url: String
+    ) async -> Result<NetworkResponse, NetworkError> {
+        let outcome = await DestinationLocks.shared.withDestinations(destinations + [source]) { () -> NetworkError? in
+            do {
+                for destination in destinations where destination.standardizedFileURL != source.standardizedFileURL {
+                    let partial = FilePath(partialURL(for: destination).path)
+                    _ = try? await FileSystem.shared.removeItem(at: partial, strategy: .platformDefault)
+                    try await FileSystem.shared.copyItem(at: FilePath(source.path), to: partial)
+                    let (from, to) = (partial.string, destination.path)
+                    try await NIOThreadPool.singleton.runIfActive {
+                        if rename(from, to) != 0 { throw IOError(errnoCode: errno, reason: "rename") }
+                    }
+                }
+                return nil
+            } catch {
+                for destination in destinations {
+                    _ = try? await FileSystem.shared.removeItem(at: FilePath(partialURL(for: destination).path), strategy: .platformDefault)
+                }
+                return fileError(error, destination: destinations.first)
+            }
+        }
+        if let failure = outcome ?? NetworkError.cancelled(url: url) { return .failure(failure) }
+        var copy = response
+        copy.fileURLs = destinations
+        return .success(copy)
+    }
+
     /// Closes the partial files; removes them unless `keep` (a resumable download that was interrupted).
     /// Runs to the end even if the task is cancelled (it usually is: that is why the transfer stopped).
     func abandon(keep: Bool) async {

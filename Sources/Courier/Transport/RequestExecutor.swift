@@ -32,8 +32,11 @@ struct RequestExecutor: Sendable {
                     race.finish(result)
                 }, timer: Task {
                     guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
-                    race.finish(.failure(NetworkError(
-                        .timeout, "the request took longer than its total timeout of \(total)", url: request.url.absoluteString)))
+                    let timeout = NetworkError(
+                        .timeout, "the request took longer than its total timeout of \(total)", url: request.url.absoluteString)
+                    // A body stream's reader hears the timeout too, not the cancellation of the flight that follows.
+                    request.destination.channel?.finish(timeout)
+                    race.finish(.failure(timeout))
                 })
             }
         } onCancel: {

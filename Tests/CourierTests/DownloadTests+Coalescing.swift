@@ -1,0 +1,62 @@
+import CourierTestServer
+import Foundation
+import Testing
+@testable import Courier
+
+/// Tier 3: identical downloads to files share one transfer; each destination is written.
+@Suite("Downloads: coalescing")
+struct DownloadCoalescingTests {
+    @Test func identicalDownloadsShareOneTransferAndEachDestinationIsWritten() async throws {
+        try await withServer(isSuspended: true) { server, engine in
+            try await TransferTestSupport.withTemporaryDirectory { folder in
+                let files = (0..<3).map { folder.appendingPathComponent("copy-\($0).bin") }
+                let ops = [
+                    engine.operation(path: "/bytes/300000").download(to: files[0]),
+                    engine.operation(path: "/bytes/300000").download(to: files[1]),
+                    engine.operation(path: "/bytes/300000").download(to: [files[2], files[0]]),
+                ]
+                for op in ops { engine.enqueue(op) }
+                engine.queue.go()
+                var delivered: [[URL]] = []
+                for op in ops { delivered.append(try await op.response().fileURLs) }
+                #expect(server.requestCount(path: "/bytes/300000") == 1, "one transfer for three identical downloads")
+                #expect(delivered == [[files[0]], [files[1]], [files[2], files[0]]], "each response names its own files")
+                for file in files { #expect(try Data(contentsOf: file) == DownloadTests.expected(300_000)) }
+                #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["copy-0.bin", "copy-1.bin", "copy-2.bin"],
+                        "no partial file left")
+            }
+        }
+    }
+
+    @Test func resumableDownloadsAndMemoryGetsOfTheSameURLDoNotShare() async throws {
+        try await withServer(isSuspended: true) { server, engine in
+            try await TransferTestSupport.withTemporaryDirectory { folder in
+                let ops = [
+                    engine.operation(path: "/bytes/1000").download(to: folder.appendingPathComponent("a"), resumable: true),
+                    engine.operation(path: "/bytes/1000").download(to: folder.appendingPathComponent("b"), resumable: true),
+                    engine.operation(path: "/bytes/1000"),   // the body in memory
+                    engine.operation(path: "/bytes/1000").download(to: folder.appendingPathComponent("c")),
+                ]
+                for op in ops { engine.enqueue(op) }
+                engine.queue.go()
+                for op in ops { _ = try await op.response() }
+                #expect(server.requestCount(path: "/bytes/1000") == 4)
+                #expect(ops[2].response?.body == DownloadTests.expected(1000))
+            }
+        }
+    }
+
+    @Test func aSharedDownloadThatFailsFailsEveryoneAndWritesNothing() async throws {
+        try await withServer(isSuspended: true) { server, engine in
+            try await TransferTestSupport.withTemporaryDirectory { folder in
+                let ops = (0..<2).map { engine.operation(path: "/drop-mid-body").download(to: folder.appendingPathComponent("f\($0)")) }
+                for op in ops { engine.enqueue(op) }
+                engine.queue.go()
+                for op in ops { #expect(await failure(of: op) != nil) }
+                #expect(server.requestCount(path: "/drop-mid-body") == 1)
+                let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+                #expect(left.isEmpty, "nothing under any final name, no partial file")
+            }
+        }
+    }
+}
