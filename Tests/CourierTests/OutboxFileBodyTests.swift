@@ -35,11 +35,13 @@ struct OutboxFileBodyTests {
             return op
         }
 
-        func tearDown() async {
+        /// Removes the files at once (a `Task` at the end of the last test may never run) and shuts the
+        /// server down.
+        func tearDown() {
             engine.queue.cancelAll()
-            try? await server.shutdown()
             try? FileManager.default.removeItem(at: directory)
             try? FileManager.default.removeItem(at: sources)
+            Task { [server] in try? await server.shutdown() }
         }
     }
 
@@ -63,7 +65,7 @@ struct OutboxFileBodyTests {
 
     @Test(.timeLimit(.minutes(1))) func frozenUploadsSendTheBytesFrozenAfterTheOriginalsChangedOrWentAway() async throws {
         let setup = try await Self.setUp()
-        defer { Task { await setup.tearDown() } }
+        defer { setup.tearDown() }
         let report = try setup.source("report.bin", Self.pattern(400_000))
         let photo = try setup.source("photo.jpg", Self.pattern(250_000, seed: 3))
         let upload = try await setup.freeze(.file(report))
@@ -98,7 +100,7 @@ struct OutboxFileBodyTests {
 
     @Test(.timeLimit(.minutes(1))) func overTheLimitOrMissingIsATypedErrorWithNothingLeftOnDisk() async throws {
         let setup = try await Self.setUp { $0.maximumFrozenBodySize = 100_000 }
-        defer { Task { await setup.tearDown() } }
+        defer { setup.tearDown() }
         let big = try setup.source("big.bin", Self.pattern(100_001))
         let op = try await setup.freeze(.file(big))
         let error = await failure(of: op)
@@ -144,7 +146,7 @@ struct OutboxFileBodyTests {
 
     @Test(.timeLimit(.minutes(1))) func whatRemovesARowRemovesItsCopyAndNothingElse() async throws {
         let setup = try await Self.setUp()
-        defer { Task { await setup.tearDown() } }
+        defer { setup.tearDown() }
         let file = try setup.source("keep-me.bin", Self.pattern(5000))
         let dropped = try await setup.freeze(.file(file))
         let cancelled = try await setup.freeze(.file(file))
@@ -173,7 +175,7 @@ struct OutboxFileBodyTests {
 
     @Test(.timeLimit(.minutes(1))) func aRowWhoseCopyIsMissingOrDamagedIsADeadLetterNeverSent() async throws {
         let setup = try await Self.setUp()
-        defer { Task { await setup.tearDown() } }
+        defer { setup.tearDown() }
         let file = try setup.source("a.bin", Self.pattern(5000))
         let missing = try await setup.freeze(.file(file)) { $0.orderingKey = "missing" }
         var form = MultipartForm()
