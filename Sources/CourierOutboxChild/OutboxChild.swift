@@ -5,6 +5,8 @@ import Foundation
 /// package so the test can SIGKILL it at random moments:
 ///
 ///     courier-outbox-child freeze BASE_URL DATA_DIR COUNT [PACE_MS]   # freeze POST BASE_URL/anything/N, keys crash-N
+///     courier-outbox-child freeze-files BASE_URL DATA_DIR COUNT [PACE_MS]   # the same with a multipart form
+///                                                           # holding DATA_DIR-sources/N.bin, keys files-N
 ///     courier-outbox-child replay BASE_URL DATA_DIR         # replay until the outbox is empty
 ///
 /// `freeze` is resumable, as an app would be: it skips the keys already in the outbox (a request whose
@@ -18,28 +20,37 @@ enum OutboxChild {
             exit(2)
         }
         switch arguments[0] {
-        case "freeze":
+        case "freeze", "freeze-files":
             await freeze(
                 base: arguments[1], directory: directory, count: Int(arguments.count > 3 ? arguments[3] : "") ?? 500,
-                pace: .milliseconds(Int(arguments.count > 4 ? arguments[4] : "") ?? 0))
+                pace: .milliseconds(Int(arguments.count > 4 ? arguments[4] : "") ?? 0), files: arguments[0] == "freeze-files")
         case "replay": await replay(base: arguments[1], directory: directory)
         default: exit(2)
         }
     }
 
     /// `pace` spaces the operations out, so a test on a loaded machine can still kill the child mid-way.
-    nonisolated static func freeze(base: String, directory: URL, count: Int, pace: Duration) async {
+    nonisolated static func freeze(base: String, directory: URL, count: Int, pace: Duration, files: Bool) async {
         let engine = NetworkEngine(baseURL: base, configuration: .init {
             $0.reachability = ManualReachability(.unreachable)
             $0.dataDirectory = directory
             $0.replaysOutbox = false
         }, queue: NetworkQueue())
+        let prefix = files ? "files-" : "crash-"
         let done = Set(((try? Outbox(directory: directory))?.entries ?? []).map(\.idempotencyKey))
-        for n in 0..<count where !done.contains("crash-\(n)") {
+        for n in 0..<count where !done.contains("\(prefix)\(n)") {
             if pace > .zero { try? await Task.sleep(for: pace) }
-            let op = engine.operation(path: "anything/\(n)", method: .post, body: .text("payload \(n)"))
+            var body = RequestBody.text("payload \(n)")
+            if files {
+                guard let file = try? sourceFile(n, next: directory) else { exit(1) }
+                var form = MultipartForm()
+                form.addField("\(n)", name: "n")
+                form.addFile(file, name: "file")
+                body = .multipart(form)
+            }
+            let op = engine.operation(path: "anything/\(n)", method: .post, body: body)
             op.isFreezable = true
-            op.setHeader("crash-\(n)", forName: "Idempotency-Key")
+            op.setHeader("\(prefix)\(n)", forName: "Idempotency-Key")
             let events = op.events
             engine.enqueue(op)
             for await event in events {
@@ -52,6 +63,17 @@ enum OutboxChild {
         }
         print("frozen all")
         exit(0)
+    }
+
+    /// `DATA_DIR-sources/N.bin`: 20,000 + 100 N bytes, `(i + N) % 251` (written if missing).
+    static func sourceFile(_ n: Int, next directory: URL) throws -> URL {
+        let folder = URL(fileURLWithPath: directory.standardizedFileURL.path + "-sources", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("\(n).bin")
+        if !FileManager.default.fileExists(atPath: file.path) {
+            try Data((0..<(20_000 + 100 * n)).map { UInt8(($0 + n) % 251) }).write(to: file, options: .atomic)
+        }
+        return file
     }
 
     nonisolated static func replay(base: String, directory: URL) async {

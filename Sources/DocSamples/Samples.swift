@@ -151,6 +151,19 @@ func sample_Freezing_2() async throws {
 
 // Sources/Courier/Courier.docc/Freezing.md, sample 3
 func sample_Freezing_3() async throws {
+    var form = MultipartForm()
+    form.addField("Holiday", name: "album")
+    form.addFile(FileManager.default.temporaryDirectory.appendingPathComponent("beach.jpg"), name: "photo")
+    let upload = engine.operation(path: "photos", method: .post, body: .multipart(form))
+    upload.isFreezable = true
+    upload.onFrozen { _ in toast("The photo will be sent when you are online") }
+    engine.enqueue(upload)
+    _ = form
+    _ = upload
+}
+
+// Sources/Courier/Courier.docc/Freezing.md, sample 4
+func sample_Freezing_4() async throws {
     let like = engine.operation(path: "posts/42/like", method: .post)
     like.isFreezable = true
     like.orderingKey = "likes/42"   // waits for no comment, and no comment waits for it
@@ -158,8 +171,8 @@ func sample_Freezing_3() async throws {
     _ = like
 }
 
-// Sources/Courier/Courier.docc/Freezing.md, sample 4
-func sample_Freezing_4() async throws {
+// Sources/Courier/Courier.docc/Freezing.md, sample 5
+func sample_Freezing_5() async throws {
     Task {
         for await event in engine.outboxEvents {
             if case .delivered(let entry, _) = event { store.markSent(idempotencyKey: entry.idempotencyKey) }

@@ -51,9 +51,6 @@ struct PostCommand: AsyncParsableCommand {
             }
             body = .form(form)
         }
-        if freezable && !parts.isEmpty {
-            throw CLIFailure.usage("a multipart body with files is streamed and cannot be frozen; drop --freezable")
-        }
         let engine = try options.makeEngine {
             $0.dataDirectory = dataDirectory.url
             $0.replaysOutbox = false

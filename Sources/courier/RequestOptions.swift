@@ -28,7 +28,9 @@ struct RequestOptions: ParsableArguments {
     @Flag(help: "Write the body exactly as received even to a terminal (binary bodies are still not shown there).")
     var raw = false
 
-    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Write the body, as received, to this file.", valueName: "file"))
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp(
+        "Write the body, as received, to this file: streamed in constant memory, whatever its size (held in memory with --cache).",
+        valueName: "file"))
     var output: String?
 
     /// `--pretty`, `--raw` or neither.
@@ -113,10 +115,17 @@ struct RequestOptions: ParsableArguments {
         return NetworkEngine(baseURL: url, configuration: configuration, queue: NetworkQueue())
     }
 
+    /// Whether `-o` streams the body to its file with the download machinery (constant memory, the
+    /// in-memory limit does not apply). Not with the cache, which holds and stores bodies in memory.
+    var streamsToFile: Bool { output != nil && !cache && cacheDir == nil }
+
     /// Sends the operation, prints the answer, and turns the outcome into the exit status.
     func run(_ operation: NetworkOperation, on engine: NetworkEngine) async throws {
         let headers = try parsedHeaders()
         for (name, value) in headers { operation.setHeader(value, forName: name) }
+        // Written beside the file under a temporary name and moved into place once the whole body is
+        // there (every status is acceptable here, so an error page is saved too, as before).
+        if streamsToFile, let output { operation.download(to: URL(fileURLWithPath: output)) }
         let response: NetworkResponse
         do {
             if operation.isFreezable {

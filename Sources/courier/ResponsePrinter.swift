@@ -65,11 +65,13 @@ enum ResponsePrinter {
     ///   - response: The response.
     ///   - includeHead: Whether to write the status line and the header fields first.
     ///   - format: What the command line asked for.
-    ///   - bodyFile: Where to write the body instead (`-o FILE`), as received.
+    ///   - bodyFile: Where to write the body instead (`-o FILE`), as received; nothing to write when the
+    ///     response was already streamed there (its ``NetworkResponse/fileURLs``).
     static func print(_ response: NetworkResponse, includeHead: Bool, format: Format, bodyFile: URL? = nil) throws(CLIFailure) {
         let output = StandardStream.standardOutput
         if includeHead { output.write(head(of: response)) }
         if let bodyFile {
+            guard response.fileURLs.isEmpty else { return }
             do {
                 try response.body.write(to: bodyFile)
             } catch {

@@ -91,6 +91,14 @@ extension NetworkEngine {
         public var sensitiveParameterNames: Set<String> = SensitiveParameters.defaultNames
         /// How frozen requests are retried.
         public var outboxRetry = OutboxRetry()
+        /// The largest body a frozen request may have, in bytes: 100 MiB by default. A freezable request
+        /// with a larger body is not frozen when it cannot be sent: it fails with
+        /// ``NetworkError/Code/frozenBodyTooLarge`` (the network error that made it freeze is its
+        /// ``NetworkError/underlying``). A file body, and the files of a multipart form, are copied into
+        /// the outbox when the request is frozen (so the original may change or go away), and count with
+        /// their size; for a form, the whole encoded body counts. Sending it while the host is reachable
+        /// is not limited by this.
+        public var maximumFrozenBodySize = 100 * 1024 * 1024
         /// Whether freezable operations also freeze when their first attempt is answered `503` or `429`
         /// (see ``NetworkOperation/freezesWhenServerUnavailable``). Off by default: an answer is an answer.
         public var freezesWhenServerUnavailable = false

@@ -72,9 +72,15 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         /// A file to upload, or a download's destination, could not be read or written: missing, not
         /// writable, disk full, or it changed size while being sent.
         public static let fileUnavailable = Code("fileUnavailable")
-        /// A one-shot stream cannot be read again: a request body a 307/308 redirect, a retry or freezing
-        /// needed to send again, or a second iteration of ``NetworkOperation/bodyStream``.
+        /// A one-shot stream cannot be read again: a request body a 307/308 redirect or a retry needed to
+        /// send again, a freezable operation whose body is a one-shot stream (``RequestBody/stream(_:length:contentType:)-(Chunks,_,_)``),
+        /// or a second iteration of ``NetworkOperation/bodyStream``.
         public static let bodyNotReplayable = Code("bodyNotReplayable")
+        /// A freezable request's body is larger than ``NetworkEngine/Configuration/maximumFrozenBodySize``
+        /// (or its file grew past it while it was copied), so it was not frozen: the operation fails with
+        /// this instead, ``NetworkError/underlying`` holding the network error that made it freeze.
+        /// Nothing of it is left in the outbox.
+        public static let frozenBodyTooLarge = Code("frozenBodyTooLarge")
         /// Any other transport failure; ``NetworkError/underlying`` holds the cause.
         public static let transport = Code("transport")
 

@@ -114,7 +114,10 @@ extension NetworkOperation {
 
     /// Writes the operation to the outbox (committed), then tells its handlers. When the outbox cannot
     /// be used, the operation fails with the error that made it freeze (or ``NetworkError/Code/outboxUnavailable``).
-    /// The disk work runs on the outbox's I/O queue, never on the caller's thread or the cooperative pool.
+    /// A file body, or a form's files, are copied into the outbox first (``OutboxBodyStore``); a body over
+    /// ``NetworkEngine/Configuration/maximumFrozenBodySize`` fails it with ``NetworkError/Code/frozenBodyTooLarge``.
+    /// The disk work runs on the outbox's I/O queue, never on the caller's thread or the cooperative pool
+    /// (the queue is serial, copies included, so requests are committed in the order they were frozen).
     /// - Parameter retryAfter: Seconds the server asked to wait (`Retry-After`), when it answered.
     func freeze(after error: NetworkError?, retryAfter: Double? = nil) {
         storage.withLockedValue { $0.isFreezing = true }
@@ -153,17 +156,28 @@ extension NetworkOperation {
         let key = headers[.idempotencyKey] ?? UUID().uuidString.lowercased()
         var fields = headers   // the outbox removes credentials as it writes
         fields[.idempotencyKey] = key
+        // The body first: a file or a form's files are copied (complete and synced) before the row exists.
+        let frozenBody: OutboxBodyStore.Frozen
+        do {
+            frozenBody = try database.bodies.freeze(
+                bytes: body, source: bodySource, id: id, limit: context.configuration.maximumFrozenBodySize)
+        } catch let bodyError {
+            finish(.failure(Self.notKept(bodyError, after: error, url: urlString)))
+            return
+        }
         let record = OutboxRecord(
-            id: id, origin: OutboxRecord.origin(of: url), method: method, url: url, headers: fields, body: body,
-            idempotencyKey: key, createdAt: now, expiresAt: ttl.map { now + $0.seconds }, maximumAttempts: attempts,
-            attempts: error?.response == nil ? 0 : 1, nextAttemptAt: now + (retryAfter ?? 0),
+            id: id, origin: OutboxRecord.origin(of: url), method: method, url: url, headers: fields, body: frozenBody.bytes,
+            frozenBody: frozenBody.layout, idempotencyKey: key, createdAt: now, expiresAt: ttl.map { now + $0.seconds },
+            maximumAttempts: attempts, attempts: error?.response == nil ? 0 : 1, nextAttemptAt: now + (retryAfter ?? 0),
             lastStatus: error?.response?.statusCode, lastError: error?.description, orderingKey: orderingKey)
         do {
             try database.insert(record)
         } catch let outboxError {
+            database.bodies.remove(id)
             finish(.failure(Self.notKept(outboxError, after: error, url: urlString)))
             return
         }
+        database.bodies.committed(id)
         // Attached before the state changes, so a replay finishing at once finds the operation.
         database.attach(self, to: id)
         let entry = record.entry
@@ -193,12 +207,17 @@ extension NetworkOperation {
     }
 
     /// The request could not be kept: the outbox's failure, not the network's, is what the caller learns
-    /// (``NetworkError/Code/outboxUnavailable``, with the outbox's path); what made it freeze is in the
-    /// message and is the underlying error.
+    /// (``NetworkError/Code/outboxUnavailable`` with the outbox's path; for its body,
+    /// ``NetworkError/Code/frozenBodyTooLarge`` or ``NetworkError/Code/fileUnavailable``); what made it
+    /// freeze is in the message and is the underlying error.
     static func notKept(_ outboxError: NetworkError, after error: NetworkError?, url: String?) -> NetworkError {
-        guard let error else { return outboxError }
+        guard let error else {
+            var outboxError = outboxError
+            outboxError.url = outboxError.url ?? url
+            return outboxError
+        }
         return NetworkError(
-            .outboxUnavailable, "the request was not kept: \(outboxError.message) (it was to be frozen after: \(error.message))",
+            outboxError.code, "the request was not kept: \(outboxError.message) (it was to be frozen after: \(error.message))",
             url: url, response: error.response, underlying: error)
     }
 
@@ -234,14 +253,24 @@ extension HTTPField.Name {
 
 extension NetworkOperation {
     /// The request of an outbox row, to send again: never frozen again, never answered from the cache,
-    /// never shared with another request. The engine's credential provider adds the credentials.
+    /// never shared with another request. The engine's credential provider adds the credentials. A
+    /// frozen file or form is streamed from the outbox's copies, as a live upload would be.
     static func replay(of record: OutboxRecord, context: OperationContext) -> NetworkOperation {
-        let body = record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
+        let database = context.connectivity.outboxDatabase()
+        let contentType = record.headers[.contentType]
+        let body: RequestBody?
+        if let layout = record.frozenBody {
+            body = database.map { layout.requestBody(copiesIn: $0.bodies.folder(for: record.id), bytes: record.body, contentType: contentType) }
+                // Never sent without the body it was frozen with.
+                ?? RequestBody(storage: .invalid(NetworkError(.outboxUnavailable, "the outbox holding the frozen body cannot be opened")), contentType: nil)
+        } else {
+            body = record.body.map { RequestBody.data($0, contentType: contentType ?? "application/octet-stream") }
+        }
         // Sensitive fields never reach the outbox: a replay takes them from the operation that froze, while
         // it is alive in this process, else from the engine's default headers (the credential provider
         // adds its own when the replay is sent).
         let names = context.sensitiveNames
-        let original = context.connectivity.outboxDatabase()?.attachedOperation(for: record.id)
+        let original = database?.attachedOperation(for: record.id)
         let secrets = SensitiveHeaders.kept(names, from: original?.headers ?? context.defaultHeaders)
         var headers = record.headers
         for name in Set(secrets.map(\.name)) where headers[name] == nil { headers.append(contentsOf: secrets.filter { $0.name == name }) }

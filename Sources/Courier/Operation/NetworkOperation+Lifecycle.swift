@@ -9,10 +9,10 @@ extension NetworkOperation {
     /// Enqueues the operation on its engine's queue; called by ``NetworkEngine/enqueue(_:)``.
     func submit() {
         let (action, dependencies, observers) = storage.withLockedValue { storage in
-            // The outbox keeps bodies in memory form only: a streamed body (a file, a form, a sequence)
-            // is refused rather than frozen without it.
-            let unfreezable = storage.isFreezable && bodySource != nil
-                ? NetworkError(.bodyNotReplayable, "a streamed body (file, multipart form or stream) cannot be frozen; send it as .data to freeze it", url: urlString)
+            // A file or a form is copied into the outbox if it freezes; a one-shot stream cannot be kept,
+            // so it is refused rather than frozen without its body.
+            let unfreezable = storage.isFreezable && bodySource?.isReplayable == false
+                ? NetworkError(.bodyNotReplayable, "a one-shot stream body cannot be frozen; send it as .data or .file to freeze it", url: urlString)
                 : nil
             let action = storage.machine.enqueue(failingWith: inputError ?? storage.headerError ?? unfreezable)
             switch action {

@@ -65,7 +65,9 @@ public struct RequestBody: Sendable {
     /// A file's contents, read in chunks as they are sent (constant memory whatever its size), with a
     /// `Content-Length` from the file's size when it is sent. A file that is missing, or that changes size
     /// while it is sent, fails the operation with ``NetworkError/Code/fileUnavailable``. Re-sent on a 307
-    /// or 308 redirect.
+    /// or 308 redirect. A freezable operation with a file body can be frozen: the file is copied into the
+    /// outbox then (see ``NetworkEngine/Configuration/maximumFrozenBodySize``), so the replay sends the
+    /// bytes as they were, whatever happens to the file meanwhile.
     /// - Parameters:
     ///   - url: The file.
     ///   - contentType: Its media type; guessed from the file name's extension when `nil`
@@ -76,7 +78,9 @@ public struct RequestBody: Sendable {
     }
 
     /// A `multipart/form-data` body (RFC 7578), streamed part by part (files read in chunks), with an
-    /// exact `Content-Length` computed without reading the files. Re-sent on a 307 or 308 redirect.
+    /// exact `Content-Length` computed without reading the files. Re-sent on a 307 or 308 redirect. A
+    /// freezable operation with a form can be frozen: its files are copied into the outbox, its fields and
+    /// data kept with the request, and the replay sends the same form with the same boundary.
     /// - Parameter form: The form.
     /// - Returns: The body.
     public static func multipart(_ form: MultipartForm) -> RequestBody {

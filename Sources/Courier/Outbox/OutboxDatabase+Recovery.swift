@@ -68,7 +68,7 @@ extension OutboxDatabase {
     /// The set-aside databases in a directory, oldest first.
     static func setAsideFiles(in directory: URL) -> [URL] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.filter { $0.hasPrefix(setAsidePrefix) && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }
+        return names.filter { $0.hasPrefix(setAsidePrefix) && !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") && !$0.hasSuffix("-bodies") }
             .sorted().map { directory.appendingPathComponent($0) }
     }
 
@@ -132,7 +132,9 @@ extension OutboxDatabase {
     }
 
     /// Moves (or copies) the database and its `-wal` and `-shm` to `outbox.sqlite.damaged-<time>`;
-    /// returns the new name of the database.
+    /// returns the new name of the database. A database moved aside takes the copies of its frozen
+    /// bodies along (`bodies` becomes `outbox.sqlite.damaged-<time>-bodies`): the fresh outbox has no
+    /// rows for them, and they may be all there is of those requests.
     private static func setAside(in directory: URL, moving: Bool) throws -> URL {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
@@ -153,6 +155,10 @@ extension OutboxDatabase {
             } else {
                 try FileManager.default.copyItem(at: source, to: target)
             }
+        }
+        let bodies = directory.appendingPathComponent(OutboxBodyStore.folderName)
+        if moving, FileManager.default.fileExists(atPath: bodies.path) {
+            try FileManager.default.moveItem(at: bodies, to: directory.appendingPathComponent(base + "-bodies"))
         }
         return directory.appendingPathComponent(base)
     }

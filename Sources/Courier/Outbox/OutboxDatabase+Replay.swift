@@ -63,14 +63,18 @@ extension OutboxDatabase {
                             }
                         }
                     }
+                    // What is wrong with a head's copied body, if anything (a few `stat`s).
+                    var bodyProblems: [String: String] = [:]
                     let facts = heads.map { row, record in
                         let leaseOwner: String? = try? row.decode(String?.self, forColumn: "leaseOwner")
                         let leaseExpires: Double? = try? row.decode(Double?.self, forColumn: "leaseExpires")
                         var leasedUntil: Double?
                         if let leaseOwner, let leaseExpires, leaseExpires > now, Self.isAlive(leaseOwner) { leasedUntil = leaseExpires }
+                        if let layout = record.frozenBody { bodyProblems[record.id] = bodies.problem(with: layout, id: record.id) }
                         return ReplayStateMachine.Head(
                             id: record.id, lane: record.lane, attempts: record.attempts, maximumAttempts: record.maximumAttempts,
-                            expiresAt: record.expiresAt, nextAttemptAt: record.nextAttemptAt, leasedUntil: leasedUntil)
+                            expiresAt: record.expiresAt, nextAttemptAt: record.nextAttemptAt, leasedUntil: leasedUntil,
+                            isBodyIntact: bodyProblems[record.id] == nil)
                     }
                     guard let (head, decision) = ReplayStateMachine.choose(facts, now: now, claim: claim),
                         var record = heads.first(where: { $0.record.id == head.id })?.record
@@ -80,9 +84,11 @@ extension OutboxDatabase {
                         try db.execute(sql: "UPDATE outbox SET leaseOwner = ?, leaseExpires = ? WHERE id = ?",
                                        arguments: [owner, now + lease, record.id])
                     case .deadLetter(let reason):
+                        // Kept, copy included (a dead letter stays until dropped); a body that is unavailable says why.
                         record.deadReason = reason
-                        try db.execute(sql: "UPDATE outbox SET deadReason = ?, leaseOwner = NULL WHERE id = ?",
-                                       arguments: [reason.rawValue, record.id])
+                        if reason == .bodyUnavailable { record.lastError = bodyProblems[record.id] }
+                        try db.execute(sql: "UPDATE outbox SET deadReason = ?, lastError = ?, leaseOwner = NULL WHERE id = ?",
+                                       arguments: [reason.rawValue, record.lastError, record.id])
                     case .wait:
                         break
                     }
@@ -110,27 +116,33 @@ extension OutboxDatabase {
     /// waiting operations), or waits for a retry at a later time. `counted` says whether the attempt
     /// reached the server (one that could not connect or never went out is not counted against
     /// ``NetworkOperation/maximumAttempts``; see ``ReplayStateMachine/countsAsAttempt(_:)``).
+    /// A delivered or refused row's body copies are removed once its outcome is committed.
     func complete(id: String, _ completion: ReplayStateMachine.Completion, status: Int?, error: String?, counted: Bool, now: Double) {
-        _ = try? pool.write { db in
+        let finished = (try? pool.write { db -> Bool in
             switch completion {
             case .delivered, .failedPermanently:
                 let outcome = completion == .delivered ? "delivered" : "failed"
                 try db.execute(sql: """
                     UPDATE outbox SET outcome = ?, finishedAt = ?, lastStatus = ?, lastError = ?, attempts = attempts + ?,
-                        body = NULL, leaseOwner = NULL, leaseExpires = NULL WHERE id = ?
+                        body = NULL, bodyLayout = NULL, leaseOwner = NULL, leaseExpires = NULL WHERE id = ?
                     """, arguments: [outcome, now, status, error, counted ? 1 : 0, id])
+                return true
             case .retry(let at):
                 try db.execute(sql: """
                     UPDATE outbox SET nextAttemptAt = ?, lastStatus = ?, lastError = ?, attempts = attempts + ?,
                         leaseOwner = NULL, leaseExpires = NULL WHERE id = ?
                     """, arguments: [at, status, error, counted ? 1 : 0, id])
+                return false
             }
-        }
+        }) ?? false
+        if finished { bodies.remove(id) }
     }
 
-    /// Deletes a row for good (a drop asked for while its replay was on the wire, which got no answer).
+    /// Deletes a row for good (a drop asked for while its replay was on the wire, which got no answer),
+    /// then its body copies.
     func delete(id: String) {
-        _ = try? pool.write { db in try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id]) }
+        let deleted = (try? pool.write { db in try db.execute(sql: "DELETE FROM outbox WHERE id = ?", arguments: [id]) }) != nil
+        if deleted { bodies.remove(id) }
     }
 
 }

@@ -99,7 +99,7 @@ extension OutboxDatabase {
             default:
                 guard let reason = record.deadReason, let operation = detachOperation(for: id) else { continue }
                 publish(.deadLettered(record.entry), origin: record.origin)
-                let why = reason == .expired ? "its time to live ran out" : "it used up its \(record.attempts) attempts"
+                let why = reason.explanation(attempts: record.attempts, detail: record.lastError)
                 operation.finish(.failure(NetworkError(.deadLettered, "the frozen request was given up: \(why)", url: record.url.absoluteString)))
             }
         }

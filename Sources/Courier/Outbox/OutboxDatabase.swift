@@ -24,6 +24,8 @@ final class OutboxDatabase: Sendable {
     let logger: Logger?
     /// This process's name on leases: `pid:random`.
     let owner: String
+    /// The copies of frozen files and forms' files, in `bodies/` (see ``OutboxBodyStore``).
+    let bodies: OutboxBodyStore
 
     struct Listeners {
         var streams: [Int: (origin: String?, continuation: AsyncStream<OutboxEvent>.Continuation)] = [:]
@@ -78,6 +80,7 @@ final class OutboxDatabase: Sendable {
         self.directory = directory
         self.logger = logger
         self.owner = "\(getpid()):\(UUID().uuidString.prefix(8).lowercased())"
+        self.bodies = OutboxBodyStore(directory: directory, owner: owner)
         let fileManager = FileManager.default
         try fileManager.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try fileManager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
@@ -85,6 +88,8 @@ final class OutboxDatabase: Sendable {
         self.store = NIOLockedValueBox(store)
         work.setSpecific(key: Self.workKey, value: ObjectIdentifier(self))
         for report in damage { reportDamage(report) }
+        // Copies left by a crash between copying a body and committing (or removing) its row.
+        bodies.sweep { liveRowIDs() }
     }
 
     /// The database connection pool (the current one: see ``store``).
@@ -116,7 +121,8 @@ final class OutboxDatabase: Sendable {
                     leaseExpires DOUBLE,
                     outcome TEXT,
                     finishedAt DOUBLE,
-                    orderingKey TEXT);
+                    orderingKey TEXT,
+                    bodyLayout TEXT);
                 CREATE INDEX IF NOT EXISTS outboxByOrigin ON outbox(origin, deadReason, seq);
                 """)
             // Outboxes made by earlier versions: outcomes (another process's waiting operation reads them),
@@ -125,6 +131,7 @@ final class OutboxDatabase: Sendable {
             if !columns.contains("outcome") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN outcome TEXT") }
             if !columns.contains("finishedAt") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN finishedAt DOUBLE") }
             if !columns.contains("orderingKey") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN orderingKey TEXT") }
+            if !columns.contains("bodyLayout") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN bodyLayout TEXT") }
         }
     }
 
@@ -138,13 +145,14 @@ final class OutboxDatabase: Sendable {
                 try pool.write { db in
                     try db.execute(sql: """
                         INSERT INTO outbox (id, origin, method, url, headers, body, idempotencyKey, createdAt, expiresAt,
-                            maximumAttempts, attempts, nextAttemptAt, lastStatus, lastError, orderingKey)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            maximumAttempts, attempts, nextAttemptAt, lastStatus, lastError, orderingKey, bodyLayout)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """, arguments: [
                             record.id, record.origin, record.method.rawValue, record.url.absoluteString,
                             DiskCacheCoding.text(of: CredentialFields.removed(from: record.headers)), record.body,
                             record.idempotencyKey, record.createdAt, record.expiresAt, record.maximumAttempts,
                             record.attempts, record.nextAttemptAt, record.lastStatus, record.lastError, record.orderingKey,
+                            record.frozenBody?.text,
                         ])
                 }
             }
@@ -166,6 +174,14 @@ final class OutboxDatabase: Sendable {
             return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE outcome IS NULL ORDER BY seq")
         } }) ?? []
         return rows.compactMap(OutboxRecord.init(row:))
+    }
+
+    /// The ids of every row neither removed nor finished (pending rows and dead letters, damaged ones
+    /// included): the rows whose body copies must stay. `nil` when they cannot be read.
+    func liveRowIDs() -> Set<String>? {
+        (try? withRecovery { pool in try pool.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM outbox WHERE outcome IS NULL")
+        } }).map(Set.init)
     }
 
     /// How many rows there are, dead letters included (finished ones kept for other processes are not counted).
@@ -214,6 +230,8 @@ final class OutboxDatabase: Sendable {
             return db.changesCount > 0
         }) ?? false
         if removed {
+            // After the commit: a row never points at a removed copy.
+            bodies.remove(id)
             operationDropped(id)
         } else {
             // Already settled (perhaps by another process): the waiting operation hears what happened.
@@ -240,6 +258,8 @@ final class OutboxDatabase: Sendable {
                            arguments: [String(decoding: try JSONEncoder().encode(inFlight), as: UTF8.self)])
             return db.changesCount
         }) ?? 0
+        // Their copies, and any other copy no row needs now.
+        bodies.sweep { liveRowIDs() }
         return count
     }
 

@@ -9,6 +9,10 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
         case expired
         /// It used up its attempts.
         case tooManyAttempts
+        /// The outbox's copy of its body (a file, or the files of a multipart form, copied when it was
+        /// frozen) is missing or damaged, so the request it would send is not the one frozen.
+        /// ``OutboxEntry/lastError`` says which copy and what is wrong with it.
+        case bodyUnavailable
     }
 
     /// Where a frozen request stands.
@@ -107,6 +111,20 @@ public enum OutboxEvent: Sendable, CustomStringConvertible {
         case .failedPermanently(let entry, let response): "refused \(entry): \(response.statusCode)"
         case .retryScheduled(let entry): "retry scheduled \(entry)"
         case .deadLettered(let entry): "dead-lettered \(entry)"
+        }
+    }
+}
+
+extension OutboxEntry.DeadLetterReason {
+    /// Why a request was given up, for its operation's ``NetworkError/Code/deadLettered`` error.
+    /// - Parameters:
+    ///   - attempts: The attempts it made.
+    ///   - detail: The row's last error (for a body that is unavailable, what is wrong with it).
+    func explanation(attempts: Int, detail: String?) -> String {
+        switch self {
+        case .expired: "its time to live ran out"
+        case .tooManyAttempts: "it used up its \(attempts) attempts"
+        case .bodyUnavailable: detail ?? "the outbox's copy of its body is missing or damaged"
         }
     }
 }

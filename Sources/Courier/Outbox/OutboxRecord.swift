@@ -10,7 +10,10 @@ struct OutboxRecord: Sendable {
     var url: URL
     /// The headers as frozen: credentials (``CredentialFields``) are never here.
     var headers: HTTPFields
+    /// The body in memory; for a frozen file or form, the bytes its ``frozenBody`` names.
     var body: Data?
+    /// How a file or multipart body is rebuilt from the outbox's copies; `nil` for a body in memory.
+    var frozenBody: FrozenBody?
     var idempotencyKey: String
     var createdAt: Double
     var expiresAt: Double?
@@ -54,9 +57,17 @@ struct OutboxRecord: Sendable {
             let key = column("idempotencyKey", as: String.self), let createdAt = column("createdAt", as: Double.self),
             let attempts = column("attempts", as: Int.self), let nextAttemptAt = column("nextAttemptAt", as: Double.self)
         else { return nil }
+        let body = column("body", as: Data.self)
+        var frozenBody: FrozenBody?
+        if let layout = column("bodyLayout", as: String.self) {
+            // A layout that cannot be read (or does not fit the row's bytes) makes the row damaged: never
+            // sent with a body other than the one frozen.
+            guard let parsed = FrozenBody(text: layout, bytes: body) else { return nil }
+            frozenBody = parsed
+        }
         self.init(
             id: id, origin: origin, method: method, url: url, headers: CredentialFields.removed(from: headers),
-            body: column("body", as: Data.self), idempotencyKey: key, createdAt: createdAt,
+            body: body, frozenBody: frozenBody, idempotencyKey: key, createdAt: createdAt,
             expiresAt: column("expiresAt", as: Double.self), maximumAttempts: column("maximumAttempts", as: Int.self),
             attempts: attempts, nextAttemptAt: nextAttemptAt,
             deadReason: column("deadReason", as: String.self).flatMap(OutboxEntry.DeadLetterReason.init(rawValue:)),
@@ -66,7 +77,7 @@ struct OutboxRecord: Sendable {
 
     init(
         id: String, origin: String, method: HTTPRequest.Method, url: URL, headers: HTTPFields, body: Data?,
-        idempotencyKey: String, createdAt: Double, expiresAt: Double?, maximumAttempts: Int?, attempts: Int = 0,
+        frozenBody: FrozenBody? = nil, idempotencyKey: String, createdAt: Double, expiresAt: Double?, maximumAttempts: Int?, attempts: Int = 0,
         nextAttemptAt: Double, deadReason: OutboxEntry.DeadLetterReason? = nil, lastStatus: Int? = nil, lastError: String? = nil,
         orderingKey: String? = nil
     ) {
@@ -76,6 +87,7 @@ struct OutboxRecord: Sendable {
         self.url = url
         self.headers = headers
         self.body = body
+        self.frozenBody = frozenBody
         self.idempotencyKey = idempotencyKey
         self.createdAt = createdAt
         self.expiresAt = expiresAt

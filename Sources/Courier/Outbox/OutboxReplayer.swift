@@ -246,7 +246,7 @@ final class OutboxReplayer: Sendable {
 
     private func deadLettered(_ record: OutboxRecord) {
         publish(.deadLettered(record.entry))
-        let reason = record.deadReason == .expired ? "its time to live ran out" : "it used up its \(record.attempts) attempts"
+        let reason = (record.deadReason ?? .tooManyAttempts).explanation(attempts: record.attempts, detail: record.lastError)
         database.detachOperation(for: record.id)?.finish(.failure(NetworkError(
             .deadLettered, "the frozen request was given up: \(reason)", url: record.url.absoluteString)))
     }

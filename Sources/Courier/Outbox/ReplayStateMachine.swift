@@ -12,8 +12,8 @@
 /// - a row goes only after a definitive answer: 2xx (delivered) or a 4xx other than 408 and 429
 ///   (failed permanently). 5xx, 408, 429, any other answer and connection failures keep it, with
 ///   exponential backoff and jitter, never sooner than the server's `Retry-After`;
-/// - a row past its time to live, or out of attempts, moves to the dead-letter state (and its lane
-///   goes on). Only attempts that reached the server count: one that could not connect, or never
+/// - a row past its time to live, or out of attempts, or whose copied body (a frozen file or form) is
+///   missing or damaged, moves to the dead-letter state (and its lane goes on). Only attempts that reached the server count: one that could not connect, or never
 ///   went out, does not.
 struct ReplayStateMachine {
     /// Backoff settings.
@@ -35,6 +35,9 @@ struct ReplayStateMachine {
         var nextAttemptAt: Double
         /// When another live replayer's lease on it runs out, if one holds it.
         var leasedUntil: Double?
+        /// Whether the outbox's copy of its body (a frozen file or form) is whole; always for a body kept
+        /// in the row.
+        var isBodyIntact = true
     }
 
     /// What to do with a head row.
@@ -130,9 +133,11 @@ struct ReplayStateMachine {
     /// noticed within this many seconds, not when its lease runs out).
     static let leaseRecheck: Double = 1
 
-    /// The decision for a head row: dead-letter rules first, then its schedule and any lease.
+    /// The decision for a head row: a lease held by another first, then the dead-letter rules (a body
+    /// whose copy is missing or damaged is never sent, and waits for nothing), then its schedule.
     static func decide(_ head: Head, now: Double, ignoringSchedule: Bool = false) -> HeadDecision {
         if let leasedUntil = head.leasedUntil, leasedUntil > now { return .wait(until: min(leasedUntil, now + leaseRecheck)) }
+        if !head.isBodyIntact { return .deadLetter(.bodyUnavailable) }
         if let expiresAt = head.expiresAt, now >= expiresAt { return .deadLetter(.expired) }
         if let maximum = head.maximumAttempts, head.attempts >= maximum { return .deadLetter(.tooManyAttempts) }
         if !ignoringSchedule && head.nextAttemptAt > now { return .wait(until: head.nextAttemptAt) }

@@ -29,7 +29,8 @@ import NIOFileSystem
 public struct MultipartForm: Sendable {
     /// The delimiter between parts, without its leading `--`.
     public private(set) var boundary: String
-    private var parts: [Part] = []
+    /// The parts, in order (read by the outbox to freeze a form: see `FrozenBody`).
+    private(set) var parts: [Part] = []
     /// File sizes measured by the last ``contentLength()`` of this form or a copy, by path: the sizes the
     /// stream then holds each file to.
     private let measuredSizes = NIOLockedValueBox<[String: Int64]>([:])
@@ -45,6 +46,13 @@ public struct MultipartForm: Sendable {
         } else {
             self.boundary = Self.randomBoundary()
         }
+    }
+
+    /// A form rebuilt from parts already checked against its boundary (a frozen form replayed): the
+    /// boundary is kept as it is, so the `Content-Type` frozen with the request still matches.
+    init(checkedBoundary boundary: String, parts: [Part]) {
+        self.boundary = boundary
+        self.parts = parts
     }
 
     /// The `Content-Type` to send the form with: `multipart/form-data; boundary=...`.
