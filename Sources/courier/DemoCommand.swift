@@ -9,7 +9,7 @@ import Synchronization
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Start a local server and show the shared queue at work: limits, priorities, coalescing, cancellation, progress, errors, freezing.")
+        abstract: "Start a local server and show the shared queue at work: limits, priorities, coalescing, cancellation, progress, errors, freezing, the cache, files.")
 
     func run() async throws {
         try await Demo().run()
@@ -32,6 +32,7 @@ struct Demo {
             await typedErrors(engine, server)
             try await offlineOutbox()
             try await offlineCache()
+            try await files(engine, server)
         } catch {
             try? await server.shutdown()
             throw error
@@ -170,7 +171,7 @@ struct Demo {
         }
     }
 
-    private func drainCallbacks(_ engine: NetworkEngine) async {
+    func drainCallbacks(_ engine: NetworkEngine) async {
         await withCheckedContinuation { continuation in
             engine.configuration.callbackQueue.async { continuation.resume() }
         }

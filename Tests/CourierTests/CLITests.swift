@@ -246,6 +246,9 @@ struct CLITests {
         #expect(demo.stdout.contains("GET /cache/0 → 200, cacheOutcome stale, isCachedResponse true"))
         #expect(demo.stdout.contains("servesStaleWhenDisconnected = false → cannotConnect"))
         #expect(demo.stdout.contains("→ 304 from the cache"))
+        #expect(demo.stdout.contains("3000289 of 3000289 bytes sent"))
+        #expect(demo.stdout.contains("3145728 bytes on disk"))
+        #expect(demo.stdout.contains("two identical downloads to two files: 1 request, both files written"))
         #expect(ContinuousClock.now - started < .seconds(45), "the demo must stay well under a minute")
     }
 }
