@@ -60,3 +60,25 @@ struct DownloadCoalescingTests {
         }
     }
 }
+
+/// Tier 3: the optional limit on what a download may write to disk.
+@Suite("Downloads: disk limit")
+struct DownloadLimitTests {
+    @Test(arguments: [false, true])
+    func aDownloadOverMaximumDownloadSizeIsRefusedAndLeavesNothing(_ chunked: Bool) async throws {
+        try await withServer(configure: { $0.maximumDownloadSize = 100_000; $0.dataDirectory = nil }) { server, engine in
+            try await TransferTestSupport.withTemporaryDirectory { folder in
+                let file = folder.appendingPathComponent("big.bin")
+                // Declared too large (refused before writing), or chunked and growing past the limit (stopped there).
+                let params: [String: ParameterValue] = chunked ? ["chunked": "1", "chunkSize": 16_384] : [:]
+                let error = await failure(of: engine.operation(path: "/bytes/300000", params: params).download(to: file, resumable: true))
+                #expect(error?.code == .bodyTooLarge)
+                let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+                #expect(left.isEmpty, "no file, no partial, no record: \(left)")
+                // Within the limit, and in memory (which maximumResponseBodySize governs), all is well.
+                #expect(try await engine.send(engine.operation(path: "/bytes/100000").download(to: file)).fileURLs == [file])
+                #expect(try await engine.send(engine.operation(path: "/bytes/300000")).body.count == 300_000)
+            }
+        }
+    }
+}

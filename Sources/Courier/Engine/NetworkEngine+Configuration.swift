@@ -99,6 +99,12 @@ extension NetworkEngine {
         /// their size; for a form, the whole encoded body counts. Sending it while the host is reachable
         /// is not limited by this.
         public var maximumFrozenBodySize = 100 * 1024 * 1024
+        /// The largest body a download to files (``NetworkOperation/download(to:resumable:)-([URL],_)``)
+        /// may write, in bytes; `nil` (the default) for no limit. ``maximumResponseBodySize`` limits
+        /// bodies held in memory only. A body declared larger is refused before anything is written, and
+        /// one that grows past the limit stops there; both fail with ``NetworkError/Code/bodyTooLarge``
+        /// and leave nothing on disk, not even a partial file to resume.
+        public var maximumDownloadSize: Int64?
         /// Whether freezable operations also freeze when their first attempt is answered `503` or `429`
         /// (see ``NetworkOperation/freezesWhenServerUnavailable``). Off by default: an answer is an answer.
         public var freezesWhenServerUnavailable = false

@@ -90,6 +90,7 @@ extension NetworkOperation {
             prepared.cacheCompletion = storage.cache.partial.flatMap(CachePartialContent.Completion.init(for:))
             prepared.destination = storage.transfer.destination(
                 acceptableStatusCodes: context.configuration.acceptableStatusCodes, queueThrottle: context.queue.throttle)
+            prepared.destination.maximumFileSize = context.configuration.maximumDownloadSize
             prepared.reportsInformational = !storage.handlers.informational.isEmpty
             storage.prepared = prepared
             return prepared

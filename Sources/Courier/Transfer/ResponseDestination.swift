@@ -16,6 +16,8 @@ struct ResponseDestination: Sendable {
     var acceptableStatusCodes: Set<Int> = Set(200..<300)
     /// Bandwidth limits that apply (the queue's and the operation's).
     var throttles: [Throttle] = []
+    /// The most bytes the files may hold (``NetworkEngine/Configuration/maximumDownloadSize``).
+    var maximumFileSize: Int64?
     /// Whether an explicit cancel asked to discard the partial file.
     var control = TransferControl()
 

@@ -94,6 +94,13 @@ extension RequestExecutor {
         let isEncoded = response.headers[.contentEncoding].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
         let declared = (isEncoded || request.method == .head) ? nil : response.headers[.contentLength].flatMap { Int64($0) }
         let total = declared.map { $0 + offset }
+        let limit = destination.files.isEmpty ? nil : destination.maximumFileSize
+        if let limit, let total, total > limit {
+            try await discardBody(of: response)
+            if let driver = resume { await uncancelled { await driver.store.removePartial() } }
+            resume = nil
+            throw Self.tooLarge(total, limit: limit, url: request.url)
+        }
         var writer = destination.files.isEmpty ? nil : try await DownloadWriter.open(destination.files, resumingAt: offset)
         if let record = pendingRecord, let store = resume?.store {
             do { try await store.write(record) } catch {
@@ -105,6 +112,10 @@ extension RequestExecutor {
         let throttles = destination.throttles
         do {
             for try await part in response.body {
+                if let limit, meter.completed + Int64(part.readableBytes) > limit {
+                    destination.control.discardPartial()   // over the limit: nothing is kept to resume
+                    throw Self.tooLarge(meter.completed + Int64(part.readableBytes), limit: limit, url: request.url)
+                }
                 try await writer?.write(part)
                 resume?.machine.wroteBytes(Int64(part.readableBytes))
                 if let channel = destination.channel { await channel.send(Data(part.readableBytesView)) }
@@ -156,6 +167,11 @@ extension RequestExecutor {
             headers[.contentLength] = String(meter.completed)
         }
         return .delivered(destination.files, status: offset > 0 ? .ok : response.status, headers: headers)
+    }
+
+    private static func tooLarge(_ bytes: Int64, limit: Int64, url: URL) -> NetworkError {
+        NetworkError(.bodyTooLarge, "the download of \(bytes) bytes or more exceeds maximumDownloadSize, \(limit) bytes",
+                     url: url.absoluteString)
     }
 
     /// The transfer stopped early: a resumable download keeps its bytes and record for next time
