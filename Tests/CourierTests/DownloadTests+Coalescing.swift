@@ -28,6 +28,27 @@ struct DownloadCoalescingTests {
         }
     }
 
+    @Test func theCopiesAreMadeBeforeAnotherDownloadMayReplaceTheSharedFile() async throws {
+        try await withServer { server, engine in
+            try await TransferTestSupport.withTemporaryDirectory { folder in
+                let (x, y) = (folder.appendingPathComponent("x.bin"), folder.appendingPathComponent("y.bin"))
+                let slow: [String: ParameterValue] = ["chunkSize": 32_768, "delayMs": 20]
+                let a = engine.operation(path: "/bytes/300000", params: slow).download(to: x)
+                let b = engine.operation(path: "/bytes/300000", params: slow).download(to: y)
+                engine.enqueue(a)
+                engine.enqueue(b)
+                #expect(await server.waitForRequests(count: 1, timeout: .seconds(20)))
+                // Another download to x (another URL) waits for the shared one to let go of x.
+                let c = engine.operation(path: "/bytes/200000").download(to: x)
+                engine.enqueue(c)
+                for op in [a, b, c] { _ = try await op.response() }
+                #expect(server.requestCount(path: "/bytes/300000") == 1)
+                #expect(try Data(contentsOf: y) == DownloadTests.expected(300_000), "b's copy is of its own URL's body")
+                #expect(try Data(contentsOf: x) == DownloadTests.expected(200_000), "c wrote x after the shared download")
+            }
+        }
+    }
+
     @Test func resumableDownloadsAndMemoryGetsOfTheSameURLDoNotShare() async throws {
         try await withServer(isSuspended: true) { server, engine in
             try await TransferTestSupport.withTemporaryDirectory { folder in

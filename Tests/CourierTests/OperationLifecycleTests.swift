@@ -32,8 +32,10 @@ struct OperationLifecycleTests {
         op.onCompletion { _ in calls.hit("late") }
         op.onError { _ in calls.hit("late-error") }
         await drain(engine.configuration.callbackQueue)
-        // Four chunks at once: progress for the first and for the end (ProgressMeter folds the rest).
-        #expect(calls.all == ["completion1": 1, "completion2": 1, "progress": 2, "late": 1])
+        // Four chunks at once: progress for the first and for the end; ProgressMeter folds the rest unless
+        // a loaded machine spaces them more than 20 ms apart.
+        #expect(calls.all.filter { $0.key != "progress" } == ["completion1": 1, "completion2": 1, "late": 1])
+        #expect((2...4).contains(calls.count("progress")))
         #expect(states.all == [.waiting, .executing, .finished])
     }
 

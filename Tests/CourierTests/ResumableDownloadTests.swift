@@ -109,6 +109,7 @@ struct ResumableDownloadTests {
         #expect(transport.requests.dropFirst().allSatisfy { $0.headers[.ifRange] == "\"v1\"" })
         #expect(await eventually { progress.all.last?.completedBytes == 100_000 })
         #expect(progress.all.map(\.completedBytes) == progress.all.map(\.completedBytes).sorted(), "progress never goes back")
+        #expect(progress.all.allSatisfy { $0.totalBytes == 100_000 }, "each short 206 still counts towards the whole file")
         #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["data.bin"], "no partial, no record left")
     }
 

@@ -21,11 +21,12 @@ extension NetworkOperation {
         var isExclusive: Bool { !files.isEmpty || channel != nil }
     }
 
-    /// Removes a resumable download's partial files and record after whatever writes to them now (a
-    /// running flight closing its file) and before any download started later: the destinations are
-    /// reserved in this call (``DestinationLocks``), the files removed off the caller's thread.
+    /// Removes the partial files and record an earlier run kept for a resumable download that is
+    /// cancelled before its flight, before any download started later: the destinations are reserved in
+    /// this call (``DestinationLocks``), the files removed off the caller's thread. When another download
+    /// holds or waits for one of them, its own outcome decides what is kept, and nothing is removed here.
     static func discardResumeData(for files: [URL]) {
-        let ticket = DestinationLocks.shared.reserve(files)
+        guard let ticket = DestinationLocks.shared.reserveIfFree(files) else { return }
         Task {
             guard await DestinationLocks.shared.acquire(ticket) else { return }
             await ResumeRecordStore.discardResumeData(for: files)

@@ -314,9 +314,11 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     func cancel(discardingPartialDownload: Bool) {
         let (action, observers, resumeData) = storage.withLockedValue { storage in
             if discardingPartialDownload { storage.transfer.control.discardPartial() }
+            let hadFlight = storage.machine.state == .executing
             let action = storage.machine.cancel(url: urlString)
             // An explicit cancel gives up a resumable download's resume data, even one kept by an earlier run.
-            let resumeData = discardingPartialDownload && action != .none && storage.transfer.isResumable
+            // A running flight removes it itself, holding its files; an operation without one does it here.
+            let resumeData = discardingPartialDownload && action != .none && !hadFlight && storage.transfer.isResumable
                 ? storage.transfer.files : []
             return (action, action == .finished ? publishOutcome(&storage) : [], resumeData)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 
 // The queue's machinery: every public or internal event goes through `apply`, which runs the state
 // machine under the lock, turns its action into effects (operation objects, flight handles), and
@@ -65,15 +66,19 @@ extension NetworkQueue {
         perform(effects, result: nil, sent: nil)
     }
 
-    private func flightFinished(_ flight: FlightID, result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil) {
+    private func flightFinished(
+        _ flight: FlightID, result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil,
+        copies: [OperationID: Result<NetworkResponse, NetworkError>] = [:]
+    ) {
         var effects = state.withLockedValue { state in
             state.flights[flight] = nil
             return makeEffects(of: state.machine.flightFinished(flight), in: &state)
         }
-        // A download shared by identical ones wrote the first one's files: the others get copies, made
-        // before anyone hears of the outcome (so nobody moves the file away meanwhile). The queue goes on.
+        // A download shared by identical ones wrote the first one's files; the others got copies while the
+        // flight still held the file (`copyToOtherSubscribers`). One that joined after that gets its copy
+        // here, before anyone hears of the outcome. The queue goes on meanwhile.
         if case .success(let response) = result, let source = response.fileURLs.first,
-            effects.deliver.contains(where: { $0.downloadDestinations != response.fileURLs })
+            effects.deliver.contains(where: { $0.downloadDestinations != response.fileURLs && copies[$0.id] == nil })
         {
             var delivery = Effects()
             delivery.isObserved = effects.isObserved
@@ -81,8 +86,8 @@ extension NetworkQueue {
             effects.deliver = []
             perform(effects, result: result, sent: sent)
             Task { [self] in
-                var results: [OperationID: Result<NetworkResponse, NetworkError>] = [:]
-                for operation in delivery.deliver where operation.downloadDestinations != response.fileURLs {
+                var results = copies
+                for operation in delivery.deliver where operation.downloadDestinations != response.fileURLs && results[operation.id] == nil {
                     results[operation.id] = await DownloadWriter.copy(
                         response, from: source, to: operation.downloadDestinations, url: operation.urlString)
                 }
@@ -90,7 +95,24 @@ extension NetworkQueue {
             }
             return
         }
-        perform(effects, result: result, sent: sent)
+        perform(effects, result: result, sent: sent, results: copies)
+    }
+
+    /// Run by a download's flight while it still holds its files: copies the file to the destinations
+    /// of every other operation sharing the flight now.
+    private func copyToOtherSubscribers(
+        of flight: FlightID, _ result: Result<NetworkResponse, NetworkError>
+    ) async -> [OperationID: Result<NetworkResponse, NetworkError>] {
+        guard case .success(let response) = result, let source = response.fileURLs.first else { return [:] }
+        let others = state.withLockedValue { state -> [NetworkOperation] in
+            guard state.flights[flight] != nil else { return [] }   // already answered (a total timeout)
+            return state.machine.subscribers(of: flight).compactMap { state.operations[$0] }
+        }.filter { $0.downloadDestinations != response.fileURLs }
+        var copies: [OperationID: Result<NetworkResponse, NetworkError>] = [:]
+        for operation in others {
+            copies[operation.id] = await DownloadWriter.copy(response, from: source, to: operation.downloadDestinations, url: operation.urlString)
+        }
+        return copies
     }
 
     private func makeEffects(of action: QueueStateMachine.Action, in state: inout State) -> Effects {
@@ -173,15 +195,25 @@ extension NetworkQueue {
                 forEachSubscriber(of: flight) { $0.queueDidReceiveInformational(InformationalResponse(status: status, headers: headers)) }
             }
         )
+        let copies = NIOLockedValueBox<[OperationID: Result<NetworkResponse, NetworkError>]>([:])
+        let copyToOthers: (@Sendable (Result<NetworkResponse, NetworkError>) async -> Void)?
+        if request.destination.files.isEmpty {
+            copyToOthers = nil
+        } else {
+            copyToOthers = { [self] result in
+                let made = await copyToOtherSubscribers(of: flight, result)
+                copies.withLockedValue { $0 = made }
+            }
+        }
         let work: @Sendable () async -> Void = { [self, logger] in
-            let result = await executor.run(request, progress: progress)
+            let result = await executor.run(request, progress: progress, whileHoldingFiles: copyToOthers)
             switch result {
             case .success(let response):
                 logger.debug("courier request finished", metadata: ["courier-status": "\(response.statusCode)"])
             case .failure(let error):
                 logger.debug("courier request failed", metadata: ["courier-error": "\(error.code)"])
             }
-            flightFinished(flight, result: result, sent: request)
+            flightFinished(flight, result: result, sent: request, copies: copies.withLockedValue { $0 })
         }
         handle.attach(Task(operation: work))
     }

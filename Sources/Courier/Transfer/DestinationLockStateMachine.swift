@@ -27,6 +27,13 @@ struct DestinationLockStateMachine: Sendable {
         return (ticket, holds(ticket))
     }
 
+    /// Reserves `keys` only when nobody holds or waits for any of them.
+    /// - Returns: The ticket (which then holds its keys), or `nil`.
+    mutating func reserveIfFree(_ keys: Set<String>) -> Ticket? {
+        guard keys.allSatisfy({ lines[$0] == nil }) else { return nil }
+        return reserve(keys).ticket
+    }
+
     /// Whether `ticket` is first in line on all its keys.
     func holds(_ ticket: Ticket) -> Bool {
         guard let keys = keysOfTicket[ticket] else { return false }

@@ -31,6 +31,12 @@ final class DestinationLocks: Sendable {
         return state.withLockedValue { $0.machine.reserve(keys).ticket }
     }
 
+    /// Reserves `destinations` only if no download holds or waits for any of them now.
+    func reserveIfFree(_ destinations: [URL]) -> DestinationLockStateMachine.Ticket? {
+        let keys = Set(destinations.map(Self.key(for:)))
+        return state.withLockedValue { $0.machine.reserveIfFree(keys) }
+    }
+
     /// Waits until `ticket` holds its destinations.
     /// - Returns: `true` when it holds them; `false` when the task was cancelled first (the ticket is
     ///   then released).

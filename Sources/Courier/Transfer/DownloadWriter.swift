@@ -114,32 +114,36 @@ struct DownloadWriter: Sendable {
         }
     }
 
-    /// Copies a shared download's file to another operation's destinations, each through a partial file
-    /// renamed into place, holding those destinations and the source (``DestinationLocks``).
+    /// Copies a shared download's file to another operation's destinations, each through a temporary
+    /// file of its own (`.<name>.courier-copy-<random>`) renamed into place: the destination's partial
+    /// file and resume record, which another download may own, are not touched, and a file written at
+    /// the same time by someone else is replaced whole, never mixed. The caller holds the source (the
+    /// flight that wrote it, before it lets go of it), and the copy runs even if its task is cancelled.
     /// - Returns: `response` naming `destinations`, or the file error.
     static func copy(
         _ response: NetworkResponse, from source: URL, to destinations: [URL], url: String
     ) async -> Result<NetworkResponse, NetworkError> {
-        let outcome = await DestinationLocks.shared.withDestinations(destinations + [source]) { () -> NetworkError? in
+        let failure = await uncancelled { () -> NetworkError? in
+            var temporary: FilePath?
             do {
                 for destination in destinations where destination.standardizedFileURL != source.standardizedFileURL {
-                    let partial = FilePath(partialURL(for: destination).path)
-                    _ = try? await FileSystem.shared.removeItem(at: partial, strategy: .platformDefault)
-                    try await FileSystem.shared.copyItem(at: FilePath(source.path), to: partial)
-                    let (from, to) = (partial.string, destination.path)
+                    let copy = FilePath(destination.deletingLastPathComponent()
+                        .appendingPathComponent(".\(destination.lastPathComponent).courier-copy-\(MultipartForm.randomBoundary().suffix(12))").path)
+                    temporary = copy
+                    try await FileSystem.shared.copyItem(at: FilePath(source.path), to: copy)
+                    let (from, to) = (copy.string, destination.path)
                     try await NIOThreadPool.singleton.runIfActive {
                         if rename(from, to) != 0 { throw IOError(errnoCode: errno, reason: "rename") }
                     }
+                    temporary = nil
                 }
                 return nil
             } catch {
-                for destination in destinations {
-                    _ = try? await FileSystem.shared.removeItem(at: FilePath(partialURL(for: destination).path), strategy: .platformDefault)
-                }
+                if let temporary { _ = try? await FileSystem.shared.removeItem(at: temporary, strategy: .platformDefault) }
                 return fileError(error, destination: destinations.first)
             }
         }
-        if let failure = outcome ?? NetworkError.cancelled(url: url) { return .failure(failure) }
+        if let failure { return .failure(failure) }
         var copy = response
         copy.fileURLs = destinations
         return .success(copy)

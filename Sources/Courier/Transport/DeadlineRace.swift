@@ -37,13 +37,17 @@ final class DeadlineRace: Sendable {
     }
 
     /// The first call answers; the flight and the timer are then cancelled.
-    func finish(_ result: Result<NetworkResponse, NetworkError>) {
-        let (continuation, flight, timer) = state.withLockedValue { state in
-            guard state.answer == nil else { return (nil as CheckedContinuation<Result<NetworkResponse, NetworkError>, Never>?, nil as Task<Void, Never>?, nil as Task<Void, Never>?) }
+    /// - Parameter won: Run only when this call is the first, before the flight is cancelled.
+    func finish(_ result: Result<NetworkResponse, NetworkError>, won: (() -> Void)? = nil) {
+        let (first, continuation, flight, timer) = state.withLockedValue { state in
+            guard state.answer == nil else {
+                return (false, nil as CheckedContinuation<Result<NetworkResponse, NetworkError>, Never>?, nil as Task<Void, Never>?, nil as Task<Void, Never>?)
+            }
             state.answer = result
             defer { state.continuation = nil }
-            return (state.continuation, state.flight, state.timer)
+            return (true, state.continuation, state.flight, state.timer)
         }
+        if first { won?() }
         continuation?.resume(returning: result)
         flight?.cancel()
         timer?.cancel()

@@ -93,7 +93,10 @@ extension RequestExecutor {
         }
         let isEncoded = response.headers[.contentEncoding].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
         let declared = (isEncoded || request.method == .head) ? nil : response.headers[.contentLength].flatMap { Int64($0) }
-        let total = declared.map { $0 + offset }
+        // A 206 names the whole representation's length (which a short 206 does not reach).
+        let whole = response.status.code == 206
+            ? response.headers[.contentRange].flatMap(CachePartialContent.span(contentRange:)).map { Int64($0.completeLength) } : nil
+        let total = whole ?? declared.map { $0 + offset }
         let limit = destination.files.isEmpty ? nil : destination.maximumFileSize
         if let limit, let total, total > limit {
             try await discardBody(of: response)

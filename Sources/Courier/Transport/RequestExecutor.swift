@@ -20,23 +20,34 @@ struct RequestExecutor: Sendable {
     /// Runs the flight. A total timeout bounds all of it (head, body, redirects) whatever the transport
     /// does with its own deadline or with cancellation: when it runs out the answer is
     /// ``NetworkError/Code/timeout`` at once, and the flight is cancelled without being waited for.
-    func run(_ request: PreparedRequest, progress: ProgressSink = ProgressSink()) async -> Result<NetworkResponse, NetworkError> {
-        guard let total = request.totalTimeout else { return await flight(request, deadline: nil, progress: progress) }
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - progress: Where progress goes.
+    ///   - whileHoldingFiles: For a download to files, run by the flight with its outcome while it still
+    ///     holds its destinations (the queue copies a shared download's file to the other operations'
+    ///     destinations there, before anyone else may write the file).
+    func run(
+        _ request: PreparedRequest, progress: ProgressSink = ProgressSink(),
+        whileHoldingFiles: (@Sendable (Result<NetworkResponse, NetworkError>) async -> Void)? = nil
+    ) async -> Result<NetworkResponse, NetworkError> {
+        guard let total = request.totalTimeout else {
+            return await flight(request, deadline: nil, progress: progress, whileHoldingFiles: whileHoldingFiles)
+        }
         let deadline = ContinuousClock.now + total
         let race = DeadlineRace(url: request.url.absoluteString)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 race.start(continuation)
                 race.attach(Task {
-                    let result = await flight(request, deadline: deadline, progress: progress)
+                    let result = await flight(request, deadline: deadline, progress: progress, whileHoldingFiles: whileHoldingFiles)
                     race.finish(result)
                 }, timer: Task {
                     guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
                     let timeout = NetworkError(
                         .timeout, "the request took longer than its total timeout of \(total)", url: request.url.absoluteString)
-                    // A body stream's reader hears the timeout too, not the cancellation of the flight that follows.
-                    request.destination.channel?.finish(timeout)
-                    race.finish(.failure(timeout))
+                    // When the timeout wins, a body stream's reader hears it too, not the cancellation of the
+                    // flight that follows.
+                    race.finish(.failure(timeout)) { request.destination.channel?.finish(timeout) }
                 })
             }
         } onCancel: {
@@ -48,7 +59,8 @@ struct RequestExecutor: Sendable {
     /// reading what is on disk to renaming or keeping its partial files; cancelled by
     /// ``NetworkOperation/cancel()`` before its body came, a resumable download removes its resume data.
     private func flight(
-        _ request: PreparedRequest, deadline: ContinuousClock.Instant?, progress: ProgressSink
+        _ request: PreparedRequest, deadline: ContinuousClock.Instant?, progress: ProgressSink,
+        whileHoldingFiles: (@Sendable (Result<NetworkResponse, NetworkError>) async -> Void)?
     ) async -> Result<NetworkResponse, NetworkError> {
         let destination = request.destination
         guard !destination.files.isEmpty else { return await exchanges(request, deadline: deadline, progress: progress) }
@@ -57,6 +69,7 @@ struct RequestExecutor: Sendable {
             if destination.isResumable, destination.control.isDiscarding, case .failure(let error) = result, error.code == .cancelled {
                 await uncancelled { await ResumeRecordStore.discardResumeData(for: destination.files) }
             }
+            await whileHoldingFiles?(result)
             return result
         }
         guard let result else {
