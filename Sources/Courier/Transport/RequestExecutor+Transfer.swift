@@ -148,13 +148,17 @@ extension RequestExecutor {
         }
         let action = driver.machine.interrupted()
         resume = driver
+        // In a task of its own: this task may be cancelled, and NIO's thread pool refuses work from it.
+        let store = driver.store
         if destination.keepsPartialFile, case .keepPartial(let record) = action {
             await writer?.abandon(keep: true)
-            try? await driver.store.write(record)
+            await Task { try? await store.write(record) }.value
         } else {
             await writer?.abandon(keep: false)
-            await driver.store.removePartial()
-            await driver.store.removeRecord()
+            await Task {
+                await store.removePartial()
+                await store.removeRecord()
+            }.value
         }
     }
 }
