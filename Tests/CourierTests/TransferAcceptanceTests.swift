@@ -94,6 +94,48 @@ struct TransferAcceptanceTests {
         #expect(Self.names(in: folder) == ["big.bin", "stderr.log"], "no partial file or record left")
     }
 
+    @Test func aCancelledDownloadKeepsItsBytesForLaterOrRemovesThemAsAsked() async throws {
+        let content = GeneratedContent(size: 8 << 20)
+        let server = try await TransferOriginServer.start(content: content)
+        defer { Task { try? await server.shutdown() } }
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let engine = Self.engine(port: server.port)
+        for keeping in [true, false] {
+            let file = folder.appendingPathComponent(keeping ? "kept.bin" : "removed.bin")
+            let op = engine.operation(path: "/file").download(to: file, resumable: true)
+            op.maximumBytesPerSecond = 4 << 20
+            let progress = ProgressLog()
+            op.onDownloadProgress { progress.append($0) }
+            engine.enqueue(op)
+            #expect(await eventually { (progress.last?.completedBytes ?? 0) >= 1 << 20 })
+            if keeping { op.cancelKeepingResumeData() } else { op.cancel() }
+            #expect(await failure(of: op)?.code == .cancelled)
+            let partial = DownloadWriter.partialURL(for: file)
+            let store = ResumeRecordStore(destination: file)
+            if keeping {
+                // The flight's clean-up ends after the operation reported its cancellation: it is done when
+                // the record counts the bytes on disk.
+                var kept = 0
+                for _ in 0..<500 where kept == 0 {
+                    if let record = await store.read(), record.bytesOnDisk >= 1 << 20, record.bytesOnDisk == Self.size(of: partial) ?? -1 {
+                        kept = Int(record.bytesOnDisk)
+                    } else {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                }
+                try #require(kept > 0, "the bytes that arrived stay, with a record that counts them")
+                _ = try await engine.send(engine.operation(path: "/file").download(to: file, resumable: true))
+                #expect(server.requests.last?.range == "bytes=\(kept)-" && server.requests.last?.status == 206)
+                #expect(try content.mismatch(in: file) == nil)
+            } else {
+                #expect(await eventually(timeout: .seconds(5)) { !Self.names(in: folder).contains { $0.hasPrefix(".removed.bin") } },
+                        "an explicit cancel removes the partial file and its record: \(Self.names(in: folder))")
+                #expect(!FileManager.default.fileExists(atPath: file.path))
+            }
+        }
+    }
+
     // MARK: Throttling
 
     @Test func aBandwidthLimitStopsReadingTheSocketSoTheServerCannotSend() async throws {
