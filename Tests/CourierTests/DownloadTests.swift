@@ -4,8 +4,8 @@ import NIOConcurrencyHelpers
 import Testing
 @testable import Courier
 
-/// Tier 3: bodies that do not go to memory (issue 10): downloads to files, the body as a stream,
-/// bandwidth limits, against the in-process server.
+/// Tier 3: bodies that do not go to memory (issue 10): downloads to files and the body as a stream,
+/// against the in-process server. Bandwidth limits: `TransferAcceptanceTests`.
 @Suite("Downloads to files and body streams")
 struct DownloadTests {
     static func folder() throws -> URL {
@@ -155,19 +155,6 @@ struct DownloadTests {
         engine.enqueue(op)
         await #expect(throws: NetworkError.self) { for try await _ in stream {} }
         #expect(await failure(of: op)?.code == .unacceptableStatus)
-    }
-
-    @Test func aBandwidthLimitSlowsTheTransferDown() async throws {
-        let server = try await TestServer.start()
-        defer { Task { try? await server.shutdown() } }
-        let engine = Self.engine(server)
-        let op = engine.operation(path: "/bytes/600000")
-        op.maximumBytesPerSecond = 300_000
-        let started = ContinuousClock.now
-        let response = try await engine.send(op)
-        #expect(response.body.count == 600_000)
-        // 600 KB at 300 KB/s: at least about 1.9 s once the first burst is spent (a lower bound only).
-        #expect(ContinuousClock.now - started > .milliseconds(1500))
     }
 }
 

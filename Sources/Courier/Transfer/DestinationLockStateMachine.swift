@@ -30,9 +30,12 @@ struct DestinationLockStateMachine: Sendable {
     /// Reserves `keys` only when nobody holds or waits for any of them.
     /// - Returns: The ticket (which then holds its keys), or `nil`.
     mutating func reserveIfFree(_ keys: Set<String>) -> Ticket? {
-        guard keys.allSatisfy({ lines[$0] == nil }) else { return nil }
+        guard areFree(keys) else { return nil }
         return reserve(keys).ticket
     }
+
+    /// Whether nobody holds or waits for any of `keys`.
+    func areFree(_ keys: Set<String>) -> Bool { keys.allSatisfy { lines[$0] == nil } }
 
     /// Whether `ticket` is first in line on all its keys.
     func holds(_ ticket: Ticket) -> Bool {

@@ -31,6 +31,13 @@ final class DestinationLocks: Sendable {
         return state.withLockedValue { $0.machine.reserve(keys).ticket }
     }
 
+    /// Whether no download holds or waits for any of `destinations` now (its cleanup included: an
+    /// operation reports `cancelled` at once, while its flight may still be closing its files).
+    func areFree(_ destinations: [URL]) -> Bool {
+        let keys = Set(destinations.map(Self.key(for:)))
+        return state.withLockedValue { $0.machine.areFree(keys) }
+    }
+
     /// Reserves `destinations` only if no download holds or waits for any of them now.
     func reserveIfFree(_ destinations: [URL]) -> DestinationLockStateMachine.Ticket? {
         let keys = Set(destinations.map(Self.key(for:)))

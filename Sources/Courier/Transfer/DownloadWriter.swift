@@ -37,9 +37,13 @@ struct DownloadWriter: Sendable {
                     _ = try? await FileSystem.shared.removeItem(at: partial, strategy: .platformDefault)
                     try await FileSystem.shared.copyItem(at: FilePath(partialURL(for: destinations[0]).path), to: partial)
                 }
+                // Not NIOFileSystem's default transactional creation: that file has no name until it is
+                // closed, so a killed process would leave nothing to resume from.
                 let options: OpenOptions.Write = offset > 0
                     ? .modifyFile(createIfNecessary: false)
-                    : .newFile(replaceExisting: true, permissions: [.ownerReadWrite, .groupRead, .otherRead])
+                    : OpenOptions.Write(
+                        existingFile: .truncate,
+                        newFile: .init(permissions: [.ownerReadWrite, .groupRead, .otherRead], transactionalCreation: false))
                 let handle = try await FileSystem.shared.openFile(forWritingAt: partial, options: options)
                 handles.append(handle)
                 if offset > 0 { try await handle.resize(to: ByteCount.bytes(offset)) }
@@ -98,10 +102,7 @@ struct DownloadWriter: Sendable {
         }
         do {
             // Every handle is closed even when one fails (a handle left open is a fatal error in NIOFileSystem).
-            var failure: (any Error)?
-            for handle in handles {
-                do { try await handle.close(makeChangesVisible: true) } catch { failure = failure ?? error }
-            }
+            let failure = await Self.closing(handles)
             if let failure { throw failure }
             let pairs = destinations.map { (Self.partialURL(for: $0).path, $0.path) }
             try await NIOThreadPool.singleton.runIfActive {
@@ -161,10 +162,22 @@ struct DownloadWriter: Sendable {
             var writer = self
             try? await writer.flush()   // what arrived is what the record counts
         }
-        for handle in handles { try? await handle.close(makeChangesVisible: true) }
+        _ = await Self.closing(handles)
         guard !keep else { return }
         for destination in destinations {
             _ = try? await FileSystem.shared.removeItem(at: FilePath(Self.partialURL(for: destination).path), strategy: .platformDefault)
+        }
+    }
+
+    /// Closes every handle, even when one fails, and returns the first failure; to the end even in a
+    /// cancelled task (``uncancelled(_:)``): a handle left open is a fatal error in NIOFileSystem.
+    private static func closing(_ handles: [WriteFileHandle]) async -> (any Error)? {
+        await uncancelled {
+            var failure: (any Error)?
+            for handle in handles {
+                do { try await handle.close(makeChangesVisible: true) } catch { failure = failure ?? error }
+            }
+            return failure
         }
     }
 

@@ -186,6 +186,8 @@ extension RequestExecutor {
         }
         let action = driver.machine.interrupted()
         resume = driver
+        // The caller runs this in a task of its own (`uncancelled`): NIO's thread pool refuses work from a
+        // cancelled task, and this is what keeps the bytes.
         if destination.keepsPartialFile, case .keepPartial(let record) = action {
             await writer?.abandon(keep: true)
             try? await driver.store.write(record)
