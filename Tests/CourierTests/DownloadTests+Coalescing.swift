@@ -82,9 +82,24 @@ struct DownloadCoalescingTests {
     }
 }
 
-/// Tier 3: the optional limit on what a download may write to disk.
+/// Tier 3: the optional limit on what a download may write to disk, and the decompression limit.
 @Suite("Downloads: disk limit")
 struct DownloadLimitTests {
+    @Test func aDecompressionBombDownloadedToAFileIsStoppedAndLeavesNothing() async throws {
+        try await withServer(configure: { $0.dataDirectory = nil }) { _, engine in
+            try await TransferTestSupport.withTemporaryDirectory { folder in
+                let error = await failure(of: engine.operation(path: "/gzip-bomb").download(to: folder.appendingPathComponent("bomb.bin")))
+                #expect(error?.code == .bodyTooLarge, "the same decompression limit as in memory")
+                let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+                #expect(left.isEmpty, "\(left)")
+                // A gzip body within the limit arrives decompressed in the file.
+                let json = folder.appendingPathComponent("data.json")
+                _ = try await engine.send(engine.operation(path: "/gzip").download(to: json))
+                #expect(try JSONSerialization.jsonObject(with: Data(contentsOf: json)) is [String: Any])
+            }
+        }
+    }
+
     @Test(arguments: [false, true])
     func aDownloadOverMaximumDownloadSizeIsRefusedAndLeavesNothing(_ chunked: Bool) async throws {
         try await withServer(configure: { $0.maximumDownloadSize = 100_000; $0.dataDirectory = nil }) { server, engine in
