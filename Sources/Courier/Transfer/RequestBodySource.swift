@@ -101,11 +101,11 @@ struct RequestBodySource: Sendable {
         case .data(let data):
             return ByteSegmentStream(segments: [.bytes(data)], chunkSize: chunkSize)
         case .file(let url):
-            return ByteSegmentStream(
-                segments: [.file(url, expectedSize: measurement?.fileSizes[url.path])], chunkSize: chunkSize)
+            return ReadAhead(base: ByteSegmentStream(
+                segments: [.file(url, expectedSize: measurement?.fileSizes[url.path])], chunkSize: chunkSize))
         case .multipart(let form):
-            if let measurement { return form.bodyStream(chunkSize: chunkSize, measurement: measurement) }
-            return form.bodyStream(chunkSize: chunkSize)
+            if let measurement { return ReadAhead(base: form.bodyStream(chunkSize: chunkSize, measurement: measurement)) }
+            return ReadAhead(base: form.bodyStream(chunkSize: chunkSize))
         case .stream(let oneShot):
             return oneShot.take()
         }
