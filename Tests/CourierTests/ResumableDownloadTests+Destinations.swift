@@ -27,7 +27,10 @@ extension ResumableDownloadTests {
         #expect(await eventually { (try? Self.contents(of: folder)) == [] })
     }
 
-    @Test func aDownloadStartedRightAfterCancelStartsFromNothing() async throws {
+    /// A download started at once after `cancel()` starts from nothing; after `cancelKeepingResumeData()`
+    /// it waits for the first to close its file, then asks for exactly the rest.
+    @Test(arguments: [false, true])
+    func aDownloadStartedRightAfterACancelSeesWhatTheCancelDecided(_ keeping: Bool) async throws {
         let origin = Origin()
         origin.state.withLockedValue { $0.chunkDelay = .milliseconds(100) }
         let transport = origin.transport
@@ -40,38 +43,20 @@ extension ResumableDownloadTests {
         first.onDownloadProgress { progress.append($0) }
         engine.enqueue(first)
         #expect(await eventually { (progress.last?.completedBytes ?? 0) >= 25_000 })
-        first.cancel()
+        if keeping { first.cancelKeepingResumeData() } else { first.cancel() }
         origin.state.withLockedValue { $0.chunkDelay = nil }
         let response = try await engine.send(engine.operation(path: "data").download(to: file, resumable: true))
         #expect(first.error?.code == .cancelled)
         #expect(response.statusCode == 200)
-        #expect(transport.requests.last?.headers[.range] == nil, "the cancelled download's bytes were given up")
         #expect(try Data(contentsOf: file) == origin.state.withLockedValue { $0.content })
+        if keeping {
+            let range = try #require(transport.requests.last?.headers[.range])
+            let resumedAt = try #require(Int(range.dropFirst("bytes=".count).dropLast()))
+            #expect(resumedAt >= 25_000 && resumedAt < 100_000 && resumedAt % 12_500 == 0, "whole chunks of 12,500 bytes were on disk")
+        } else {
+            #expect(transport.requests.last?.headers[.range] == nil, "the cancelled download's bytes were given up")
+        }
         #expect(await eventually { (try? Self.contents(of: folder)) == ["data.bin"] })
-    }
-
-    @Test func aDownloadStartedRightAfterCancelKeepingResumeDataContinuesFromTheBytesOnDisk() async throws {
-        let origin = Origin()
-        origin.state.withLockedValue { $0.chunkDelay = .milliseconds(100) }
-        let transport = origin.transport
-        let engine = NetworkEngine.fake(transport)
-        let folder = try Self.folder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("data.bin")
-        let progress = ProgressLog()
-        let first = engine.operation(path: "data").download(to: file, resumable: true)
-        first.onDownloadProgress { progress.append($0) }
-        engine.enqueue(first)
-        #expect(await eventually { (progress.last?.completedBytes ?? 0) >= 25_000 })
-        first.cancelKeepingResumeData()
-        origin.state.withLockedValue { $0.chunkDelay = nil }
-        // Started at once: it waits for the first to close its file, then asks for exactly the rest.
-        let response = try await engine.send(engine.operation(path: "data").download(to: file, resumable: true))
-        #expect(response.statusCode == 200)
-        let range = try #require(transport.requests.last?.headers[.range])
-        let resumedAt = try #require(Int(range.dropFirst("bytes=".count).dropLast()))
-        #expect(resumedAt >= 25_000 && resumedAt < 100_000 && resumedAt % 12_500 == 0, "whole chunks of 12,500 bytes were on disk")
-        #expect(try Data(contentsOf: file) == origin.state.withLockedValue { $0.content })
     }
 
     @Test func twoDownloadsToOneFileRunOneAfterTheOther() async throws {

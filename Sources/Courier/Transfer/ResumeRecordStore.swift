@@ -44,6 +44,17 @@ struct ResumeRecordStore: Sendable {
         destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).courier-partial.json")
     }
 
+    /// Removes temporary records a killed process left half-written (`.<record name>.tmp-<random>`).
+    /// Call it holding the destination (``DestinationLocks``): nobody else writes a record for it then.
+    func removeStaleTemporaries() async {
+        let folder = destination.deletingLastPathComponent().path
+        let prefix = ".\(recordURL.lastPathComponent).tmp-"
+        _ = try? await NIOThreadPool.singleton.runIfActive {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+            for name in names where name.hasPrefix(prefix) { _ = unlink(folder + "/" + name) }
+        }
+    }
+
     /// The record, or `nil` when there is none or it cannot be read as one.
     func read() async -> ResumeRecord? {
         let path = recordURL.path

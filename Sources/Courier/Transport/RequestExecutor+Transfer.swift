@@ -18,6 +18,7 @@ extension RequestExecutor {
         static func begin(for request: PreparedRequest) async -> (driver: ResumeDriver, extraHeaders: HTTPFields)? {
             guard request.destination.isResumable, let destination = request.destination.files.first else { return nil }
             let store = ResumeRecordStore(destination: destination)
+            await store.removeStaleTemporaries()
             var driver = ResumeDriver(machine: DownloadResumeStateMachine(url: request.url.absoluteString), store: store)
             let action = driver.machine.start(partialLength: await store.partialLength(), record: await store.read())
             var extra: HTTPFields = [.acceptEncoding: "identity"]   // ranges count the representation's own bytes
