@@ -63,7 +63,9 @@ extension NetworkOperation {
     /// Adds a handler called with each interim (`1xx`) response that arrives before the final one
     /// (`100 Continue`, `103 Early Hints`), in order. An interim response is never the operation's
     /// response. Attach it before enqueueing: the operation then runs on a connection of its own (the
-    /// pooled client hides interim responses) and is not coalesced with identical requests.
+    /// pooled client hides interim responses) and is not coalesced with identical requests. Not yet for
+    /// a streamed request body (a file, a multipart form, a stream): such a request goes through the
+    /// pooled client and its interim responses are not reported.
     /// - Parameter handler: The handler, called on the engine's callback queue.
     /// - Returns: The operation, for chaining.
     @discardableResult
