@@ -77,6 +77,7 @@ struct DownloadCommand: AsyncParsableCommand {
         } catch {
             bar.finish()
             if error.code == .cancelled {
+                await operation.waitForFiles()   // the bytes gathered so far, and the record that counts them
                 throw CLIFailure(exitCode: 130, message: "interrupted; run again with --continue to resume")
             }
             if let answer = error.response, error.code == .unacceptableStatus {

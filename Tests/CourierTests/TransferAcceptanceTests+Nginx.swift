@@ -62,7 +62,7 @@ extension TransferAcceptanceTests {
         #expect(await failure(of: op)?.code == .cancelled)
         #expect(!FileManager.default.fileExists(atPath: destination.path))
         // The operation reports `cancelled` at once; its flight still writes what it gathered and closes the file.
-        #expect(await eventually(timeout: .seconds(20)) { DestinationLocks.shared.areFree([destination]) })
+        await op.waitForFiles()
         let kept = size(of: DownloadWriter.partialURL(for: destination)) ?? 0
         try #require(kept >= 1 << 20, "the partial file keeps what arrived")
         return kept

@@ -47,7 +47,10 @@ enum LargeUpload {
         let file = directory.appendingPathComponent("cb-upload-\(bytes)")
         try makeFile(smallFile, bytes: small)
         try makeFile(file, bytes: bytes)
-        defer { try? FileManager.default.removeItem(at: smallFile) }
+        defer {
+            try? FileManager.default.removeItem(at: smallFile)
+            try? FileManager.default.removeItem(at: file)   // a gigabyte is not left behind in the temporary folder
+        }
         let (smallExecutable, smallArguments) = command(smallFile)
         let reference = try ChildRun.run(smallExecutable, smallArguments)
         guard reference.status == 0 else { throw BenchError("\(smallExecutable) exited with \(reference.status)") }
@@ -66,7 +69,7 @@ enum LargeUpload {
     /// Writes the server's pattern (byte i is i % 251) to `file`, unless a file of that size is there.
     static func makeFile(_ file: URL, bytes: Int) throws {
         if let size = try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize, size == bytes { return }
-        FileManager.default.createFile(atPath: file.path, contents: nil)
+        guard FileManager.default.createFile(atPath: file.path, contents: nil) else { throw BenchError("cannot create \(file.path)") }
         let handle = try FileHandle(forWritingTo: file)
         defer { try? handle.close() }
         let block = 251 * 4096

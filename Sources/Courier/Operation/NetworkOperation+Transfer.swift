@@ -62,6 +62,17 @@ extension NetworkOperation {
         return self
     }
 
+    /// Waits until nothing writes this download's files any more: its transfer has renamed its file into
+    /// place, or kept or removed its partial file. A cancelled operation reports its outcome at once,
+    /// while its transfer may still be writing the last bytes it gathered and its resume record: await
+    /// this before the process exits after a "pause" (``cancelKeepingResumeData()``), or before handing
+    /// the partial file to something else. Returns at once for an operation without files.
+    public func waitForFiles() async {
+        let files = downloadDestinations
+        guard !files.isEmpty else { return }
+        _ = await DestinationLocks.shared.withDestinations(files) {}
+    }
+
     /// The files this operation downloads to (empty when its body goes to memory).
     var downloadDestinations: [URL] { storage.withLockedValue { $0.transfer.files } }
 

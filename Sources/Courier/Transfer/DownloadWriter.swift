@@ -197,7 +197,10 @@ struct DownloadWriter: Sendable {
         } else {
             reason = "\(error)"
         }
-        let diskFull = "\(error)".contains("No space left") || "\(error)".contains("ENOSPC")
-        return NetworkError(.fileUnavailable, "cannot write \(place): \(diskFull ? "the disk is full" : reason)", underlying: error)
+        let text = "\(error)"
+        let diskFull = text.contains("No space left") || text.contains("ENOSPC")
+        let readOnly = text.contains("Read-only file system") || text.contains("EROFS")
+        let why = diskFull ? "the disk is full" : readOnly ? "its file system is read-only" : reason
+        return NetworkError(.fileUnavailable, "cannot write \(place): \(why)", underlying: error)
     }
 }
