@@ -159,4 +159,87 @@ struct OutboxBodyRecoveryTests {
             #expect(OutboxBodyStore.problem(with: layout, in: keptAside.appendingPathComponent(id)) == nil, "\(id)")
         }
     }
+
+    // MARK: Older versions
+
+    @Test func aRowWithCopiesCannotBeReadByAVersionBeforeFrozenUploads() throws {
+        let directory = Self.directory(), sources = Self.directory()
+        defer {
+            try? FileManager.default.removeItem(at: directory)
+            try? FileManager.default.removeItem(at: sources)
+        }
+        let database = try OutboxDatabase.open(at: directory)
+        try database.insertFrozen(Self.frozenFile(database, id: "file", source: Self.source(sources, "a.bin", Self.pattern(2000))))
+        var form = MultipartForm()
+        form.addField("Holiday", name: "album")
+        form.addFile(try Self.source(sources, "b.jpg", Self.pattern(3000)), name: "photo")
+        let frozenForm = try database.bodies.freeze(bytes: nil, source: .multipart(form), id: "form", limit: 1 << 20)
+        try database.insertFrozen(OutboxRecord(
+            id: "form", origin: "https://api.example.com:443", method: .post, url: URL(string: "https://api.example.com/photos")!,
+            headers: [.contentType: form.contentType], body: frozenForm.bytes, frozenBody: frozenForm.layout, idempotencyKey: "form",
+            createdAt: 0, expiresAt: nil, maximumAttempts: nil, nextAttemptAt: 0))
+        try database.insertFrozen(OutboxRecord(
+            id: "data", origin: "https://api.example.com:443", method: .post, url: URL(string: "https://api.example.com/notes")!,
+            headers: [.contentType: "text/plain"], body: Data("note".utf8), idempotencyKey: "data",
+            createdAt: 0, expiresAt: nil, maximumAttempts: nil, nextAttemptAt: 0))
+
+        // Every earlier version reads the headers column as a list of name/value pairs (DiskCacheCoding.headers,
+        // unchanged since the outbox's first version); a row it cannot read is set aside as damaged, never sent.
+        let stored = try database.pool.read { db in
+            try Dictionary(uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT id, headers FROM outbox").map { row in
+                (row["id"] as String, row["headers"] as String)
+            })
+        }
+        #expect(DiskCacheCoding.headers(from: try #require(stored["file"])) == nil, "an older version would send its empty body column")
+        #expect(DiskCacheCoding.headers(from: try #require(stored["form"])) == nil, "an older version would send the form's fields alone")
+        #expect(DiskCacheCoding.headers(from: try #require(stored["data"])) != nil, "a body in memory stays readable by every version")
+        // This version reads them all, headers intact.
+        let records = Dictionary(uniqueKeysWithValues: database.records().map { ($0.id, $0) })
+        #expect(records["file"]?.headers[.contentType] == "application/octet-stream" && records["file"]?.frozenBody?.kind == .file)
+        #expect(records["form"]?.headers[.contentType] == form.contentType && records["form"]?.frozenBody?.kind == .multipart)
+        #expect(records["data"]?.body == Data("note".utf8))
+    }
+
+    @Test func aRowNamingWhatThisVersionCannotDoOrMissingItsLayoutIsDamaged() throws {
+        let directory = Self.directory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let database = try OutboxDatabase.open(at: directory)
+        try database.pool.write { db in
+            for (id, headers, layout) in [
+                ("later", #"{"fields":[],"requires":["somethingLater"]}"#, nil as String?),
+                ("no-layout", #"{"fields":[],"requires":["bodyLayout"]}"#, nil),
+                ("plain", #"[["Content-Type","text/plain"]]"#, nil),
+            ] {
+                try db.execute(sql: """
+                    INSERT INTO outbox (id, origin, method, url, headers, body, idempotencyKey, createdAt, nextAttemptAt, bodyLayout)
+                        VALUES (?, 'https://api.example.com:443', 'POST', 'https://api.example.com/x', ?, X'00', ?, 0, 0, ?)
+                    """, arguments: [id, headers, id, layout])
+            }
+        }
+        #expect(database.records().map(\.id) == ["plain"], "never replayed as something other than what was frozen")
+    }
+
+    @Test(.timeLimit(.minutes(1))) func rowsAnOlderVersionSetAsideAsDamagedAreSentWithTheirCopiesAgain() async throws {
+        let setup = try await OutboxFileBodyTests.setUp()
+        defer { setup.tearDown() }
+        let report = try setup.source("report.bin", Self.pattern(120_000))
+        let upload = try await setup.freeze(.file(report))
+        var form = MultipartForm()
+        form.addField("Holiday", name: "album")
+        form.addFile(try setup.source("photo.jpg", Self.pattern(80_000, seed: 4)), name: "photo")
+        let post = try await setup.freeze(.multipart(form))
+        let ids = try [#require(upload.outboxID), #require(post.outboxID)]
+        // An older version sharing the outbox could not read them and set them aside, as it does any row it cannot read.
+        let database = try OutboxDatabase.open(at: setup.directory)
+        try await database.pool.write { db in
+            try db.execute(sql: "UPDATE outbox SET deadReason = 'damaged' WHERE id IN (?, ?)", arguments: [ids[0], ids[1]])
+        }
+
+        setup.reachability.setStatus(.reachable(via: .wired))
+        #expect(try await upload.response().body == Self.pattern(120_000), "sent whole, from its copy")
+        let posted = try await post.response()
+        let parts = try #require(TransferTestSupport.parseMultipart(Array(posted.body), boundary: form.boundary))
+        #expect(parts.map(\.body) == [Array("Holiday".utf8), Array(Self.pattern(80_000, seed: 4))])
+        #expect(await eventually { setup.copies.isEmpty })
+    }
 }

@@ -149,7 +149,10 @@ final class OutboxDatabase: Sendable {
                             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """, arguments: [
                             record.id, record.origin, record.method.rawValue, record.url.absoluteString,
-                            DiskCacheCoding.text(of: CredentialFields.removed(from: record.headers)), record.body,
+                            OutboxRecord.headersColumn(
+                                CredentialFields.removed(from: record.headers),
+                                requirements: record.frozenBody == nil ? [] : [OutboxRecord.bodyLayoutRequirement]),
+                            record.body,
                             record.idempotencyKey, record.createdAt, record.expiresAt, record.maximumAttempts,
                             record.attempts, record.nextAttemptAt, record.lastStatus, record.lastError, record.orderingKey,
                             record.frozenBody?.text,
