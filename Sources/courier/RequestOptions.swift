@@ -29,7 +29,8 @@ struct RequestOptions: ParsableArguments {
     var raw = false
 
     @Option(name: [.customShort("o"), .long], help: ArgumentHelp(
-        "Write the body, as received, to this file: streamed in constant memory, whatever its size (held in memory with --cache).",
+        "Write the body, as received, to this file: streamed in constant memory, whatever its size (held in memory with --cache). "
+            + "A file is replaced only once the whole body is there; /dev/null, a named pipe and the like are written as the body arrives.",
         valueName: "file"))
     var output: String?
 
@@ -123,9 +124,16 @@ struct RequestOptions: ParsableArguments {
     func run(_ operation: NetworkOperation, on engine: NetworkEngine) async throws {
         let headers = try parsedHeaders()
         for (name, value) in headers { operation.setHeader(value, forName: name) }
-        // Written beside the file under a temporary name and moved into place once the whole body is
-        // there (every status is acceptable here, so an error page is saved too, as before).
-        if streamsToFile, let output { operation.download(to: URL(fileURLWithPath: output)) }
+        // A file is written beside itself under a temporary name and moved into place once the whole body
+        // is there (every status is acceptable here, so an error page is saved too, as before); what cannot
+        // be replaced (/dev/null, a named pipe) is written in place as the body arrives.
+        var writer: InPlaceWriter?
+        if streamsToFile, let output {
+            switch OutputFile.at(output) {
+            case .replaced(let file): operation.download(to: file)
+            case .inPlace(let path): writer = InPlaceWriter(operation, to: path)
+            }
+        }
         let response: NetworkResponse
         do {
             if operation.isFreezable {
@@ -142,12 +150,18 @@ struct RequestOptions: ParsableArguments {
             }
             response = try await engine.send(operation)
         } catch {
+            // A body that could not be written cancelled the operation: that is what went wrong.
+            if let failure = writer?.failure { throw failure }
             throw CLIFailure(exitCode: 1, message: error.description)
         }
+        // Every byte written before anything is printed or the exit status chosen.
+        await writer?.finish()
+        if let failure = writer?.failure { throw failure }
         // The cache writes to disk on its own queue: the process must not exit before it has.
         await engine.configuration.cache?.synchronize()
         try ResponsePrinter.print(
-            response, includeHead: include, format: format, bodyFile: output.map { URL(fileURLWithPath: $0) })
+            response, includeHead: include, format: format, bodyFile: output.map { URL(fileURLWithPath: $0) },
+            isBodyWritten: writer != nil)
         if let outcome = response.cacheOutcome {
             StandardStream.standardError.line("courier: cache \(outcome.rawValue)")
         }

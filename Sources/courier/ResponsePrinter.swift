@@ -66,12 +66,15 @@ enum ResponsePrinter {
     ///   - includeHead: Whether to write the status line and the header fields first.
     ///   - format: What the command line asked for.
     ///   - bodyFile: Where to write the body instead (`-o FILE`), as received; nothing to write when the
-    ///     response was already streamed there (its ``NetworkResponse/fileURLs``).
-    static func print(_ response: NetworkResponse, includeHead: Bool, format: Format, bodyFile: URL? = nil) throws(CLIFailure) {
+    ///     response was already streamed there (its ``NetworkResponse/fileURLs``, or `isBodyWritten`).
+    ///   - isBodyWritten: Whether the body was already written to `bodyFile` as it arrived.
+    static func print(
+        _ response: NetworkResponse, includeHead: Bool, format: Format, bodyFile: URL? = nil, isBodyWritten: Bool = false
+    ) throws(CLIFailure) {
         let output = StandardStream.standardOutput
         if includeHead { output.write(head(of: response)) }
         if let bodyFile {
-            guard response.fileURLs.isEmpty else { return }
+            guard response.fileURLs.isEmpty, !isBodyWritten else { return }
             do {
                 try response.body.write(to: bodyFile)
             } catch {

@@ -171,13 +171,11 @@ extension NetworkOperation {
             maximumAttempts: attempts, attempts: error?.response == nil ? 0 : 1, nextAttemptAt: now + (retryAfter ?? 0),
             lastStatus: error?.response?.statusCode, lastError: error?.description, orderingKey: orderingKey)
         do {
-            try database.insert(record)
+            try database.insertFrozen(record)
         } catch let outboxError {
-            database.bodies.remove(id)
             finish(.failure(Self.notKept(outboxError, after: error, url: urlString)))
             return
         }
-        database.bodies.committed(id)
         // Attached before the state changes, so a replay finishing at once finds the operation.
         database.attach(self, to: id)
         let entry = record.entry

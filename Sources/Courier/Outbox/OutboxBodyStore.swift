@@ -202,8 +202,13 @@ struct OutboxBodyStore: Sendable {
     /// What is wrong with a row's copies (missing, or of another size than copied), or `nil` when
     /// they are whole.
     func problem(with layout: FrozenBody, id: String) -> String? {
+        Self.problem(with: layout, in: folder(for: id))
+    }
+
+    /// What is wrong with the copies of a layout in a folder, or `nil` when they are whole.
+    static func problem(with layout: FrozenBody, in folder: URL) -> String? {
         for (name, size) in layout.copies {
-            let path = folder(for: id).appendingPathComponent(name).path
+            let path = folder.appendingPathComponent(name).path
             var info = stat()
             guard stat(path, &info) == 0 else { return "the copy of its body \(path) is missing" }
             guard info.st_mode & S_IFMT == S_IFREG, Int64(info.st_size) == size else {

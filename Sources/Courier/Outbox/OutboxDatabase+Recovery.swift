@@ -132,10 +132,12 @@ extension OutboxDatabase {
     }
 
     /// Moves (or copies) the database and its `-wal` and `-shm` to `outbox.sqlite.damaged-<time>`;
-    /// returns the new name of the database. A database moved aside takes the copies of its frozen
-    /// bodies along (`bodies` becomes `outbox.sqlite.damaged-<time>-bodies`): the fresh outbox has no
-    /// rows for them, and they may be all there is of those requests.
-    private static func setAside(in directory: URL, moving: Bool) throws -> URL {
+    /// returns the new name of the database. The copies of its frozen bodies are kept with it, in
+    /// `outbox.sqlite.damaged-<time>-bodies` (they may be all there is of those requests), without taking
+    /// from the live outbox a copy it needs: a database moved away takes its rows' copies along, but not
+    /// one still being made or committed by a live process; a database copied aside gets links to every
+    /// row's copies, so those of rows the live one lost are not swept (see OutboxBodyStore+SetAside).
+    static func setAside(in directory: URL, moving: Bool) throws -> URL {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
@@ -156,11 +158,9 @@ extension OutboxDatabase {
                 try FileManager.default.copyItem(at: source, to: target)
             }
         }
-        let bodies = directory.appendingPathComponent(OutboxBodyStore.folderName)
-        if moving, FileManager.default.fileExists(atPath: bodies.path) {
-            try FileManager.default.moveItem(at: bodies, to: directory.appendingPathComponent(base + "-bodies"))
-        }
-        return directory.appendingPathComponent(base)
+        let aside = directory.appendingPathComponent(base)
+        try OutboxBodyStore.setAside(copiesIn: directory, with: aside, moving: moving)
+        return aside
     }
 
     /// Whether another process has the database open: SQLite holds a shared lock on it (and on its

@@ -38,6 +38,7 @@ extension OutboxDatabase {
                 try db.inTransaction(.immediate) {
                     try db.execute(sql: "DELETE FROM outbox WHERE outcome IS NOT NULL AND finishedAt < ?",
                                    arguments: [now - Self.outcomeRetention])
+                    try Self.reviveRowsOlderVersionsCouldNotRead(db, origin: origin)
                     var heads: [(row: Row, record: OutboxRecord)] = []
                     var readAll = false
                     while !readAll {
@@ -100,6 +101,22 @@ extension OutboxDatabase {
         } catch {
             noteIfDamaged(error)
             return .failed("\(error)")
+        }
+    }
+
+    /// Gives back their place to the rows an earlier version set aside as damaged only because it could
+    /// not read them: a body rebuilt from copies is stored so that versions without frozen uploads cannot
+    /// read the row (``OutboxRecord/headersColumn(_:requirements:)``), and they mark it `damaged` before
+    /// sending anything. This version reads it, so it is pending again, in its place in its lane. A row
+    /// this version cannot read either stays set aside.
+    static func reviveRowsOlderVersionsCouldNotRead(_ db: Database, origin: String) throws {
+        let rows = try Row.fetchAll(db, sql: """
+            SELECT * FROM outbox WHERE origin = ? AND deadReason = 'damaged' AND outcome IS NULL
+                AND bodyLayout IS NOT NULL AND headers LIKE '{%'
+            """, arguments: [origin])
+        for row in rows where OutboxRecord(row: row) != nil {
+            let seq = try row.decode(Int64.self, forColumn: "seq")
+            try db.execute(sql: "UPDATE outbox SET deadReason = NULL WHERE seq = ?", arguments: [seq])
         }
     }
 

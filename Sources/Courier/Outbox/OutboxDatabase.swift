@@ -149,7 +149,10 @@ final class OutboxDatabase: Sendable {
                             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """, arguments: [
                             record.id, record.origin, record.method.rawValue, record.url.absoluteString,
-                            DiskCacheCoding.text(of: CredentialFields.removed(from: record.headers)), record.body,
+                            OutboxRecord.headersColumn(
+                                CredentialFields.removed(from: record.headers),
+                                requirements: record.frozenBody == nil ? [] : [OutboxRecord.bodyLayoutRequirement]),
+                            record.body,
                             record.idempotencyKey, record.createdAt, record.expiresAt, record.maximumAttempts,
                             record.attempts, record.nextAttemptAt, record.lastStatus, record.lastError, record.orderingKey,
                             record.frozenBody?.text,
@@ -162,6 +165,30 @@ final class OutboxDatabase: Sendable {
         }
     }
 
+    /// Commits the row of a request being frozen, whose body ``OutboxBodyStore/freeze(bytes:source:id:limit:)``
+    /// made ready (and copied, for a file or a form), then makes sure the copy is where the database now
+    /// holding the row looks for it: a damaged database set aside between the copy and the commit (by this
+    /// process, when the insert met the damage, or by another) may have taken it along, and it is linked back
+    /// (see OutboxBodyStore+SetAside). Only then is the copy no longer "in the making". A row whose copy is
+    /// nowhere is removed again: the request was not kept, and is never reported frozen.
+    /// - Parameter record: The row.
+    /// - Throws: ``NetworkError/Code/outboxUnavailable`` when the row cannot be committed or its copy is lost
+    ///   (nothing of it is left in the outbox).
+    func insertFrozen(_ record: OutboxRecord) throws(NetworkError) {
+        do {
+            try insert(record)
+        } catch {
+            bodies.remove(record.id)
+            throw error
+        }
+        if let layout = record.frozenBody, let problem = bodies.restoreIfSetAside(layout, id: record.id, in: directory) {
+            delete(id: record.id)
+            throw NetworkError(
+                .outboxUnavailable, "the copy of the body was taken away while the request was committed to the outbox in "
+                    + "\(directory.path) (a damaged outbox was set aside meanwhile): \(problem)")
+        }
+        bodies.committed(record.id)
+    }
 
     // MARK: Reading and managing
 

@@ -53,10 +53,11 @@ struct OutboxRecord: Sendable {
         guard let id = column("id", as: String.self), let origin = column("origin", as: String.self),
             let methodName = column("method", as: String.self), let method = HTTPRequest.Method(methodName),
             let urlString = column("url", as: String.self), let url = URL(string: urlString),
-            let headerText = column("headers", as: String.self), let headers = DiskCacheCoding.headers(from: headerText),
+            let headerText = column("headers", as: String.self), let stored = Self.headers(fromColumn: headerText),
             let key = column("idempotencyKey", as: String.self), let createdAt = column("createdAt", as: Double.self),
             let attempts = column("attempts", as: Int.self), let nextAttemptAt = column("nextAttemptAt", as: Double.self)
         else { return nil }
+        let (headers, requirements) = stored
         let body = column("body", as: Data.self)
         var frozenBody: FrozenBody?
         if let layout = column("bodyLayout", as: String.self) {
@@ -64,6 +65,9 @@ struct OutboxRecord: Sendable {
             // sent with a body other than the one frozen.
             guard let parsed = FrozenBody(text: layout, bytes: body) else { return nil }
             frozenBody = parsed
+        } else if requirements.contains(Self.bodyLayoutRequirement), column("outcome", as: String.self) == nil {
+            // A pending row that says its body is in copies, without the layout to rebuild it: damaged.
+            return nil
         }
         self.init(
             id: id, origin: origin, method: method, url: url, headers: CredentialFields.removed(from: headers),
@@ -73,6 +77,48 @@ struct OutboxRecord: Sendable {
             deadReason: column("deadReason", as: String.self).flatMap(OutboxEntry.DeadLetterReason.init(rawValue:)),
             lastStatus: column("lastStatus", as: Int.self), lastError: column("lastError", as: String.self),
             orderingKey: column("orderingKey", as: String.self))
+    }
+
+    // MARK: The headers column, and what older versions must not read
+
+    /// The requirement a row whose body is rebuilt from copies (``frozenBody``) carries.
+    static let bodyLayoutRequirement = "bodyLayout"
+    /// The requirements this version can meet; a row naming another is damaged here (a later version's).
+    static let knownRequirements: Set<String> = [bodyLayoutRequirement]
+
+    /// The `headers` column of a row. A row whose body is rebuilt from copies cannot be replayed by a
+    /// version that does not know ``frozenBody`` (every version before frozen uploads would send its
+    /// `body` column, the fields of a form or nothing at all, in place of the body): its fields are
+    /// wrapped in an object naming what a reader must understand,
+    /// `{"fields":[["Content-Type","…"],…],"requires":["bodyLayout"]}`. Every earlier version reads this
+    /// column as a list of name/value pairs, so it cannot read such a row and sets it aside as damaged
+    /// (kept, never sent). Rows with a body in memory keep the plain list, readable by every version.
+    /// - Parameters:
+    ///   - headers: The fields to store.
+    ///   - requirements: What a reader must understand to replay the row; none for a plain row.
+    /// - Returns: The column's text.
+    static func headersColumn(_ headers: HTTPFields, requirements: [String]) -> String {
+        guard !requirements.isEmpty else { return DiskCacheCoding.text(of: headers) }
+        let object: [String: Any] = ["requires": requirements, "fields": headers.map { [$0.name.rawName, $0.value] }]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "[]" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Reads the `headers` column: a plain list of pairs, or an object with its requirements (see
+    /// ``headersColumn(_:requirements:)``). `nil` when it cannot be read, or names a requirement this
+    /// version does not know (written by a later version: never replayed as something else).
+    static func headers(fromColumn text: String) -> (HTTPFields, requirements: Set<String>)? {
+        if let fields = DiskCacheCoding.headers(from: text) { return (fields, []) }
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
+            let requirements = object["requires"] as? [String], let pairs = object["fields"] as? [[String]],
+            Set(requirements).isSubset(of: knownRequirements)
+        else { return nil }
+        var fields = HTTPFields()
+        for pair in pairs {
+            guard pair.count == 2, let name = HTTPField.Name(pair[0]) else { return nil }
+            fields.append(HTTPField(name: name, value: pair[1]))
+        }
+        return (fields, Set(requirements))
     }
 
     init(

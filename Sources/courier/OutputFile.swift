@@ -1,0 +1,145 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Courier
+import Foundation
+import NIOConcurrencyHelpers
+
+/// Where `-o FILE` writes a body, and how.
+///
+/// A regular file (or one that does not exist yet) is written with the download machinery: beside it
+/// under a temporary name, renamed into place when the whole body is there. Anything else cannot be
+/// replaced by a rename (`/dev/null`, `/dev/stdout`, a named pipe another program reads): it is opened
+/// and written in place as the body arrives, as `-o` always did with such targets.
+enum OutputFile: Equatable {
+    /// Written beside the file and renamed into place (``NetworkOperation/download(to:resumable:)-(URL,_)``).
+    /// A symbolic link to a regular file names the file it points to, so the link stays a link.
+    case replaced(URL)
+    /// Opened and written in place, in the order the bytes arrive: a character device, a named pipe, a
+    /// socket, a symbolic link to one of them or to nothing yet.
+    case inPlace(String)
+
+    /// How `-o path` is written, from what is at `path` now.
+    /// - Parameter path: The path given to `-o`.
+    /// - Returns: ``replaced(_:)`` for a regular file or nothing (a folder that does not exist is
+    ///   reported by the download), ``inPlace(_:)`` for everything else.
+    static func at(_ path: String) -> OutputFile {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return .replaced(URL(fileURLWithPath: path)) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            return .replaced(URL(fileURLWithPath: path))
+        case S_IFLNK:
+            var target = stat()
+            guard stat(path, &target) == 0, target.st_mode & S_IFMT == S_IFREG, let resolved = realpath(path, nil) else {
+                return .inPlace(path)
+            }
+            defer { free(resolved) }
+            return .replaced(URL(fileURLWithPath: String(cString: resolved)))
+        default:
+            return .inPlace(path)
+        }
+    }
+
+    /// The queue the in-place writes block on: never the cooperative pool (opening a named pipe waits
+    /// for its reader, a write waits for room).
+    fileprivate static let queue = DispatchQueue(label: "courier.cli.output")
+
+    fileprivate static func failure(_ path: String, errno code: Int32) -> CLIFailure {
+        CLIFailure(exitCode: 1, message: "cannot write \(path): \(String(cString: strerror(code)))")
+    }
+
+    /// Writes every byte, retrying short and interrupted writes; returns `errno` on failure.
+    fileprivate static func writeAll(_ data: Data, to descriptor: Int32) -> Int32? {
+        data.withUnsafeBytes { buffer -> Int32? in
+            guard var pointer = buffer.baseAddress else { return nil }
+            var remaining = buffer.count
+            while remaining > 0 {
+                #if canImport(Glibc)
+                let written = Glibc.write(descriptor, pointer, remaining)
+                #elseif canImport(Musl)
+                let written = Musl.write(descriptor, pointer, remaining)
+                #else
+                let written = Darwin.write(descriptor, pointer, remaining)
+                #endif
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    if errno == EAGAIN {
+                        var request = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                        _ = poll(&request, 1, -1)
+                        continue
+                    }
+                    return errno
+                }
+                remaining -= written
+                pointer += written
+            }
+            return nil
+        }
+    }
+
+    /// Runs blocking work on ``queue`` and waits for it without blocking a thread of the pool.
+    fileprivate static func onQueue<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: work()) }
+        }
+    }
+}
+
+/// Writes a response body to a file in place (``OutputFile/inPlace(_:)``), chunk by chunk as it arrives
+/// (constant memory), its blocking opens and writes on ``OutputFile``'s queue. A body that cannot be
+/// written cancels the operation; ``failure`` then says why, as soon as the operation has failed.
+final class InPlaceWriter: Sendable {
+    /// The `-o` path.
+    let path: String
+    private let recorded = NIOLockedValueBox<CLIFailure?>(nil)
+    private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+
+    /// Why the body could not be written (exit 1, naming the file), once it is known.
+    var failure: CLIFailure? { recorded.withLockedValue { $0 } }
+
+    /// Starts writing an operation's body stream to `path`; the file is opened (created and emptied if it
+    /// is a file) at once, before the first chunk is read.
+    /// - Parameters:
+    ///   - operation: The operation, not yet enqueued.
+    ///   - path: The `-o` path.
+    init(_ operation: NetworkOperation, to path: String) {
+        self.path = path
+        let stream = operation.bodyStream
+        task.withLockedValue { $0 = Task { [self] in await write(stream, for: operation) } }
+    }
+
+    /// Waits until every byte that arrived is written (or writing failed).
+    func finish() async {
+        await task.withLockedValue { $0 }?.value
+    }
+
+    private func write(_ stream: ResponseBodyStream, for operation: NetworkOperation) async {
+        let path = self.path
+        let (descriptor, openError) = await OutputFile.onQueue { () -> (Int32, Int32) in
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+            return (descriptor, descriptor < 0 ? errno : 0)
+        }
+        guard descriptor >= 0 else { return fail(OutputFile.failure(path, errno: openError), operation) }
+        defer { _ = close(descriptor) }
+        do {
+            for try await chunk in stream {
+                if let code = await OutputFile.onQueue({ OutputFile.writeAll(chunk, to: descriptor) }) {
+                    return fail(OutputFile.failure(path, errno: code), operation)
+                }
+            }
+        } catch {
+            // The operation failed: its own error is what the command reports.
+        }
+    }
+
+    /// Records why, then cancels the operation (so whoever hears its failure finds the reason here).
+    private func fail(_ failure: CLIFailure, _ operation: NetworkOperation) {
+        recorded.withLockedValue { $0 = failure }
+        operation.cancel()
+    }
+}
