@@ -28,6 +28,9 @@ enum OutputFile: Equatable {
     /// - Returns: ``replaced(_:)`` for a regular file or nothing (a folder that does not exist is
     ///   reported by the download), ``inPlace(_:)`` for everything else.
     static func at(_ path: String) -> OutputFile {
+        // A process's own descriptors (`/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`) may lead to a regular
+        // file (`>> log.txt`): replacing it would lose what it held. They are written in place.
+        if path.hasPrefix("/dev/") || path.hasPrefix("/proc/") || isStandardOutputOrError(path) { return .inPlace(path) }
         var info = stat()
         guard lstat(path, &info) == 0 else { return .replaced(URL(fileURLWithPath: path)) }
         switch info.st_mode & S_IFMT {
@@ -43,6 +46,20 @@ enum OutputFile: Equatable {
         default:
             return .inPlace(path)
         }
+    }
+
+    /// Whether `path` is the file standard output or standard error is writing to (same device and inode).
+    private static func isStandardOutputOrError(_ path: String) -> Bool { standardDescriptor(for: path) != nil }
+
+    /// 1 or 2 when `path` is what standard output or standard error writes to, else `nil`.
+    fileprivate static func standardDescriptor(for path: String) -> Int32? {
+        var target = stat()
+        guard stat(path, &target) == 0 else { return nil }
+        for descriptor: Int32 in [1, 2] {
+            var open = stat()
+            if fstat(descriptor, &open) == 0, open.st_dev == target.st_dev, open.st_ino == target.st_ino { return descriptor }
+        }
+        return nil
     }
 
     /// The queue the in-place writes block on: never the cooperative pool (opening a named pipe waits
@@ -121,7 +138,10 @@ final class InPlaceWriter: Sendable {
     private func write(_ stream: ResponseBodyStream, for operation: NetworkOperation) async {
         let path = self.path
         let (descriptor, openError) = await OutputFile.onQueue { () -> (Int32, Int32) in
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+            // Standard output or error itself (`-o /dev/stdout >> log.txt`): its own descriptor, so an
+            // appended file is appended to, not emptied by opening it again.
+            let descriptor = OutputFile.standardDescriptor(for: path).map { dup($0) }
+                ?? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
             return (descriptor, descriptor < 0 ? errno : 0)
         }
         guard descriptor >= 0 else { return fail(OutputFile.failure(path, errno: openError), operation) }

@@ -30,6 +30,26 @@ extension CLITests {
         }
     }
 
+    /// `-o /dev/stdout >> log.txt`: standard output is a regular file the user appends to; it must keep
+    /// what it held (a rename over it would replace it).
+    @Test(.timeLimit(.minutes(1))) func outputToStandardOutputAppendedToAFileKeepsTheFile() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-o-stdout-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let log = folder.appendingPathComponent("log.txt")
+        try Data("earlier lines\n".utf8).write(to: log)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "\"$0\" get \"$1\" -o /dev/stdout >> \"$2\"", Self.binary.path, "\(server.baseURL)/bytes/3000", log.path]
+        try process.run()
+        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(process.terminationStatus == 0)
+        #expect(try Data(contentsOf: log) == Data("earlier lines\n".utf8) + Self.served(3000))
+        #expect(Self.fileType(log.path) == S_IFREG)
+    }
+
     @Test(.timeLimit(.minutes(1))) func getWithOutputToDevNullOrANamedPipeWritesInPlace() async throws {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }

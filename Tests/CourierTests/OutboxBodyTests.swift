@@ -157,6 +157,24 @@ struct OutboxBodyTests {
         }
     }
 
+    @Test func whileADatabaseIsSetAsideACommittedCopyWithoutALiveRowIsKept() async throws {
+        try await TransferTestSupport.withTemporaryDirectory { folder in
+            let store = OutboxBodyStore(directory: folder, owner: Self.owner)
+            let dead = try Self.deadProcessID()
+            for (name, owner) in [("row-of-the-set-aside-database", nil), ("crashed-before-commit", "\(dead):deadbeef")] {
+                let url = store.folder.appendingPathComponent(name)
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+                try Data("x".utf8).write(to: url.appendingPathComponent("body"))
+                if let owner { try Data(owner.utf8).write(to: url.appendingPathComponent(OutboxBodyStore.ownerFileName)) }
+            }
+            // A damaged database set aside by an older version (which left every copy in bodies/) or by a
+            // set-aside that could not move this folder: its row may be there, so the copy stays.
+            try Data().write(to: folder.appendingPathComponent(OutboxDatabase.setAsidePrefix + "20261124T000000Z"))
+            #expect(store.sweep { [] } == ["crashed-before-commit"], "a copy that never had a row still goes")
+            #expect(Self.names(in: store.folder) == ["row-of-the-set-aside-database"])
+        }
+    }
+
     @Test func aLayoutThatDoesNotFitItsRowIsDamaged() {
         let good = FrozenBody(kind: .multipart, boundary: "b", parts: [
             FrozenBody.Part(name: "a", offset: 0, length: 3), FrozenBody.Part(name: "f", copy: "part-1", size: 9),

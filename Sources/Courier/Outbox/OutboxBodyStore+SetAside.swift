@@ -33,36 +33,26 @@ extension OutboxBodyStore {
     ///   - directory: The outbox's directory.
     ///   - setAside: The set-aside database's new name.
     ///   - moving: Whether the database was moved away (else copied, the live one keeping its rows).
-    /// - Throws: When a copy the set-aside database needs could not be moved, linked or copied.
-    static func setAside(copiesIn directory: URL, with setAside: URL, moving: Bool) throws {
+    /// Never fails once the database has been set aside: a folder that cannot be moved, linked or copied
+    /// stays in `bodies/`, where the sweep keeps it while any set-aside database exists (see
+    /// ``sweep(liveRows:)``), so nothing is lost, at worst kept twice.
+    static func setAside(copiesIn directory: URL, with setAside: URL, moving: Bool) {
         let bodies = directory.appendingPathComponent(folderName, isDirectory: true)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: bodies.path) else { return }
         let aside = setAsideFolder(for: setAside)
-        var madeAside = false
-        func makeAside() throws {
-            guard !madeAside else { return }
-            try FileManager.default.createDirectory(at: aside, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-            madeAside = true
-        }
+        guard mkdir(aside.path, 0o700) == 0 || errno == EEXIST else { return }
         for name in names.sorted() where isPlainName(name) {
             // A partial copy never has a row: it stays (its maker renames it, or the sweep removes it).
             let folder = bodies.appendingPathComponent(name, isDirectory: true)
             let ownerFile = folder.appendingPathComponent(ownerFileName)
             let isBeingCommitted = (try? String(contentsOf: ownerFile, encoding: .utf8)).map(OutboxDatabase.isAlive) ?? false
-            try makeAside()
             let target = aside.appendingPathComponent(name, isDirectory: true)
-            if moving && !isBeingCommitted {
-                guard rename(folder.path, target.path) == 0 else {
-                    throw NetworkError(.outboxUnavailable, "the copies \(folder.path) could not be moved to \(target.path): \(String(cString: strerror(errno)))")
-                }
-            } else if isBeingCommitted {
-                // Its row may be in either database: both keep it; a failure here loses nothing (it stays in place).
-                try? link(folder, to: target)
-            } else {
-                try link(folder, to: target)
-            }
+            if moving && !isBeingCommitted, rename(folder.path, target.path) == 0 { continue }
+            // Its row may be in either database (or the move failed): both keep it.
+            try? link(folder, to: target)
         }
-        if madeAside { syncFolder(aside); syncFolder(bodies) }
+        syncFolder(aside)
+        syncFolder(bodies)
     }
 
     /// Gives `target` (a new folder, 0700) a link to every file of `source` but its `.owner` (a copy

@@ -224,9 +224,24 @@ struct OutboxBodyStore: Sendable {
         Self.removeTree(folder(for: id))
     }
 
+    /// Whether a committed copy without a live row may belong to a damaged database set aside beside the
+    /// outbox (`outbox.sqlite.damaged-…`) that does not keep a copy of its own in its `-bodies` folder (an
+    /// older version left every copy in `bodies/`; a set-aside may have failed to move or link one).
+    private func mayBelongToASetAsideDatabase(_ name: String) -> Bool {
+        let directory = folder.deletingLastPathComponent()
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        guard names.contains(where: { $0.hasPrefix(OutboxDatabase.setAsidePrefix) && !$0.hasSuffix("-bodies") }) else { return false }
+        let keptAside = names.contains { aside in
+            aside.hasPrefix(OutboxDatabase.setAsidePrefix) && aside.hasSuffix("-bodies")
+                && FileManager.default.fileExists(atPath: directory.appendingPathComponent(aside).appendingPathComponent(name).path)
+        }
+        return !keptAside
+    }
+
     /// Removes the copies no row needs: a copy left half-made by a process that died, and a row's
     /// folder whose row is gone or finished. A copy a live process is making is left alone, and so is
-    /// everything when the rows cannot be read.
+    /// everything when the rows cannot be read. A committed copy (no `.owner`) without a live row is kept
+    /// while a damaged database set aside beside the outbox may name it and keeps no copy of its own.
     /// - Parameter liveRows: The ids of the rows that are neither removed nor finished (pending and
     ///   dead letters), read **after** the folder is listed; `nil` when they cannot be read.
     /// - Returns: The names removed.
@@ -249,7 +264,12 @@ struct OutboxBodyStore: Sendable {
             guard Self.isPlainName(name) else { continue }
             // A copy whose row is being committed by a live process right now still has its `.owner`.
             let ownerFile = folder(for: name).appendingPathComponent(Self.ownerFileName)
-            if let maker = try? String(contentsOf: ownerFile, encoding: .utf8), OutboxDatabase.isAlive(maker) { continue }
+            let maker = try? String(contentsOf: ownerFile, encoding: .utf8)
+            if let maker, OutboxDatabase.isAlive(maker) { continue }
+            // Without `.owner` its row was committed once: if a database was ever set aside here, the row may
+            // be there (an older version left every copy behind; a set-aside may have failed to move one), and
+            // the copy is kept. With a dead maker's `.owner`, no row was ever committed for it.
+            if maker == nil, mayBelongToASetAsideDatabase(name) { continue }
             candidates.append(name)
         }
         // Rows read after the listing: a copy listed without a live `.owner` has its row committed by now, if it ever will.

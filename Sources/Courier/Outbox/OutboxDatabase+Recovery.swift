@@ -159,7 +159,7 @@ extension OutboxDatabase {
             }
         }
         let aside = directory.appendingPathComponent(base)
-        try OutboxBodyStore.setAside(copiesIn: directory, with: aside, moving: moving)
+        OutboxBodyStore.setAside(copiesIn: directory, with: aside, moving: moving)
         return aside
     }
 
