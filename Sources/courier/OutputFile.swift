@@ -70,35 +70,6 @@ enum OutputFile: Equatable {
         CLIFailure(exitCode: 1, message: "cannot write \(path): \(String(cString: strerror(code)))")
     }
 
-    /// Writes every byte, retrying short and interrupted writes; returns `errno` on failure.
-    fileprivate static func writeAll(_ data: Data, to descriptor: Int32) -> Int32? {
-        data.withUnsafeBytes { buffer -> Int32? in
-            guard var pointer = buffer.baseAddress else { return nil }
-            var remaining = buffer.count
-            while remaining > 0 {
-                #if canImport(Glibc)
-                let written = Glibc.write(descriptor, pointer, remaining)
-                #elseif canImport(Musl)
-                let written = Musl.write(descriptor, pointer, remaining)
-                #else
-                let written = Darwin.write(descriptor, pointer, remaining)
-                #endif
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    if errno == EAGAIN {
-                        var request = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                        _ = poll(&request, 1, -1)
-                        continue
-                    }
-                    return errno
-                }
-                remaining -= written
-                pointer += written
-            }
-            return nil
-        }
-    }
-
     /// Runs blocking work on ``queue`` and waits for it without blocking a thread of the pool.
     fileprivate static func onQueue<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
         await withCheckedContinuation { continuation in
@@ -148,7 +119,7 @@ final class InPlaceWriter: Sendable {
         defer { _ = close(descriptor) }
         do {
             for try await chunk in stream {
-                if let code = await OutputFile.onQueue({ OutputFile.writeAll(chunk, to: descriptor) }) {
+                if let code = await OutputFile.onQueue({ StandardStream.writeAll(chunk, to: descriptor) }) {
                     return fail(OutputFile.failure(path, errno: code), operation)
                 }
             }

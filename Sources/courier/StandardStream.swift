@@ -43,11 +43,11 @@ struct StandardStream: Sendable {
         write(Data(text.utf8))
     }
 
-    /// Writes every byte, retrying short and interrupted writes. When the reader has gone (`EPIPE`) the
-    /// program exits at once with status 23 and no message; on any other error the rest is dropped.
-    func write(_ data: Data) {
-        guard !data.isEmpty else { return }
-        let failure: Int32? = data.withUnsafeBytes { buffer -> Int32? in
+    /// Writes every byte of `data` to `descriptor`, retrying short and interrupted writes and waiting
+    /// when a non-blocking descriptor (one inherited from the shell) is full.
+    /// - Returns: `errno` of the write that failed, or `nil` when every byte was written.
+    static func writeAll(_ data: Data, to descriptor: Int32) -> Int32? {
+        data.withUnsafeBytes { buffer -> Int32? in
             guard var pointer = buffer.baseAddress else { return nil }
             var remaining = buffer.count
             while remaining > 0 {
@@ -61,7 +61,6 @@ struct StandardStream: Sendable {
                 if written < 0 {
                     if errno == EINTR { continue }
                     if errno == EAGAIN {
-                        // A non-blocking descriptor inherited from the shell: wait until it can take more.
                         var request = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
                         _ = poll(&request, 1, -1)
                         continue
@@ -73,6 +72,13 @@ struct StandardStream: Sendable {
             }
             return nil
         }
+    }
+
+    /// Writes every byte, retrying short and interrupted writes. When the reader has gone (`EPIPE`) the
+    /// program exits at once with status 23 and no message; on any other error the rest is dropped.
+    func write(_ data: Data) {
+        guard !data.isEmpty else { return }
+        let failure = Self.writeAll(data, to: descriptor)
         if failure == EPIPE { exit(Self.brokenPipeStatus) }
     }
 }
