@@ -42,7 +42,9 @@ extension ResumableDownloadTests {
         let first = engine.operation(path: "data").download(to: file, resumable: true)
         first.onDownloadProgress { progress.append($0) }
         engine.enqueue(first)
-        #expect(await eventually { (progress.last?.completedBytes ?? 0) >= 25_000 })
+        // A generous wait: under the thread sanitizer, with the whole suite sharing two cores, a flight can
+        // wait many seconds for a thread.
+        #expect(await eventually(timeout: .seconds(90)) { (progress.last?.completedBytes ?? 0) >= 25_000 })
         if keeping { first.cancelKeepingResumeData() } else { first.cancel() }
         origin.state.withLockedValue { $0.chunkDelay = nil }
         let response = try await engine.send(engine.operation(path: "data").download(to: file, resumable: true))

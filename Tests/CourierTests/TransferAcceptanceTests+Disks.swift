@@ -32,7 +32,7 @@ extension TransferAcceptanceTests {
 
         // The engine is still usable: the same download to a disk with room succeeds.
         _ = try await engine.send(engine.operation(path: "/file").download(to: folder.appendingPathComponent("big.bin")))
-        #expect(try content.mismatch(in: folder.appendingPathComponent("big.bin")) == nil)
+        #expect(try await content.mismatch(in: folder.appendingPathComponent("big.bin")) == nil)
     }
 
     @Test(.enabled(if: TemporaryMount.isPermitted, cannotMount))
@@ -79,8 +79,8 @@ extension TransferAcceptanceTests {
         let response = try await op.response()
         let (bytes, chunks) = try await streamed.value
         #expect(response.fileURLs == [working, archive] && response.body.isEmpty)
-        #expect(try content.mismatch(in: working) == nil)
-        #expect(try content.mismatch(in: archive) == nil)
+        #expect(try await content.mismatch(in: working) == nil)
+        #expect(try await content.mismatch(in: archive) == nil)
         #expect(bytes == content.bytes(count: content.size) && chunks > 1, "the stream got the same bytes, as they came")
         #expect(Self.names(in: folder) == ["working.bin", "archive.bin"])
         #expect(server.requests.count == 1, "one transfer feeds all three")

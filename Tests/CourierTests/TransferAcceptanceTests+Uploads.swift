@@ -25,8 +25,8 @@ extension TransferAcceptanceTests {
         defer { try? FileManager.default.removeItem(at: folder) }
         let engine = Self.engine(port: server.port)
         let first = folder.appendingPathComponent("first.bin"), second = folder.appendingPathComponent("second.bin")
-        try GeneratedContent(size: 4 << 20, seed: 1).write(to: first)
-        try GeneratedContent(size: 1 << 20, seed: 2).write(to: second)
+        try await GeneratedContent(size: 4 << 20, seed: 1).write(to: first)
+        try await GeneratedContent(size: 1 << 20, seed: 2).write(to: second)
 
         let body: RequestBody
         var form = MultipartForm()
@@ -76,7 +76,7 @@ extension TransferAcceptanceTests {
         let engine = Self.engine(port: server.port)
         let file = folder.appendingPathComponent("upload.bin")
         let content = GeneratedContent(size: 4 << 20, seed: 3)
-        try content.write(to: file)
+        try await content.write(to: file)
         let op = engine.operation(path: "/upload", method: .post, body: .file(file))
         op.maximumBytesPerSecond = 4 << 20
         engine.enqueue(op)

@@ -90,7 +90,7 @@ struct TransferAcceptanceTests {
             #expect(request.range == "bytes=\(offset)-", "restart \(run + 1) asks from the \(offset) bytes on disk (seed \(seed))")
             #expect(request.ifRange == server.etag && request.status == 206)
         }
-        #expect(try content.mismatch(in: file) == nil)
+        #expect(try await content.mismatch(in: file) == nil)
         #expect(Self.names(in: folder) == ["big.bin", "stderr.log"], "no partial file or record left")
     }
 
@@ -127,7 +127,7 @@ struct TransferAcceptanceTests {
                 try #require(kept > 0, "the bytes that arrived stay, with a record that counts them")
                 _ = try await engine.send(engine.operation(path: "/file").download(to: file, resumable: true))
                 #expect(server.requests.last?.range == "bytes=\(kept)-" && server.requests.last?.status == 206)
-                #expect(try content.mismatch(in: file) == nil)
+                #expect(try await content.mismatch(in: file) == nil)
             } else {
                 #expect(await eventually(timeout: .seconds(5)) { !Self.names(in: folder).contains { $0.hasPrefix(".removed.bin") } },
                         "an explicit cancel removes the partial file and its record: \(Self.names(in: folder))")
@@ -167,7 +167,7 @@ struct TransferAcceptanceTests {
         // once and delaying the rest would put the server the whole body ahead.
         let most = ahead.withLockedValue { $0 }
         #expect(most < size / 2, "the server got \(most) bytes ahead of what the client had taken")
-        #expect(try content.mismatch(in: file) == nil)
+        #expect(try await content.mismatch(in: file) == nil)
     }
 }
 

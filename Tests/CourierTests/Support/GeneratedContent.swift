@@ -53,7 +53,7 @@ struct GeneratedContent: Sendable {
     }
 
     /// Writes the whole content to `url`, a few megabytes at a time.
-    func write(to url: URL) throws {
+    private func writeNow(to url: URL) throws {
         _ = FileManager.default.createFile(atPath: url.path, contents: nil)
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
@@ -67,7 +67,7 @@ struct GeneratedContent: Sendable {
 
     /// Whether the file at `url` holds exactly this content (compared a few megabytes at a time).
     /// - Returns: `nil` when it does, else where it first differs (or its length, when that is wrong).
-    func mismatch(in url: URL) throws -> String? {
+    private func mismatchNow(in url: URL) throws -> String? {
         let length = try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int ?? -1
         guard length == size else { return "\(url.lastPathComponent) has \(length) bytes, not \(size)" }
         let handle = try FileHandle(forReadingFrom: url)
@@ -84,5 +84,25 @@ struct GeneratedContent: Sendable {
             offset += count
         }
         return nil
+    }
+}
+
+extension GeneratedContent {
+    /// Writes the content to `url`, on a dispatch queue: hundreds of megabytes generated and written on
+    /// one of the cooperative pool's two threads (slower still under the thread sanitizer) would starve
+    /// every other test running meanwhile.
+    func write(to url: URL) async throws {
+        try await Self.offPool { try writeNow(to: url) }
+    }
+
+    /// Where `url` differs from the content, if anywhere (read off the cooperative pool, as ``write(to:)``).
+    func mismatch(in url: URL) async throws -> String? {
+        try await Self.offPool { try mismatchNow(in: url) }
+    }
+
+    private static func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
     }
 }
