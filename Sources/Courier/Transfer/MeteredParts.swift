@@ -21,7 +21,7 @@ struct MeteredParts: AsyncSequence, Sendable {
                 if let report = meter.finish(at: .now) { progress(report) }
                 return nil
             }
-            if !throttles.isEmpty { try await Throttle.wait(for: part.readableBytes, under: throttles) }
+            try await Throttle.wait(for: part.readableBytes, under: throttles)
             if let report = meter.add(part.readableBytes, at: .now) { progress(report) }
             return part
         }

@@ -124,7 +124,7 @@ extension RequestExecutor {
                 resume?.machine.wroteBytes(Int64(part.readableBytes))
                 if let channel = destination.channel { await channel.send(Data(part.readableBytesView)) }
                 if let report = meter.add(part.readableBytes, at: .now) { progress.download(report) }
-                if !throttles.isEmpty { try await Throttle.wait(for: part.readableBytes, under: throttles) }
+                try await Throttle.wait(for: part.readableBytes, under: throttles)
             }
             if meter.completed == 0 {
                 progress.download(TransferProgress(completedBytes: 0, totalBytes: total ?? 0))

@@ -202,7 +202,7 @@ struct RequestExecutor: Sendable {
             }
             buffer.writeImmutableBuffer(part)
             if let report = meter.add(part.readableBytes, at: .now) { progress.download(report) }
-            if !throttles.isEmpty { try await Throttle.wait(for: part.readableBytes, under: throttles) }
+            try await Throttle.wait(for: part.readableBytes, under: throttles)
         }
         if buffer.readableBytes == 0 {
             progress.download(TransferProgress(completedBytes: 0, totalBytes: total ?? 0))
