@@ -29,10 +29,10 @@ extension CLITests {
             process.standardError = err
             try process.run()
             // `| head -c 1`: one byte read, then the reader is gone.
-            let first = try out.fileHandleForReading.read(upToCount: 1)
+            let first = try await offThePool { try out.fileHandleForReading.read(upToCount: 1) }
             try out.fileHandleForReading.close()
-            let stderr = String(decoding: try err.fileHandleForReading.readToEnd() ?? Data(), as: UTF8.self)
-            process.waitUntilExit()
+            let stderr = String(decoding: try await err.fileHandleForReading.readAll(), as: UTF8.self)
+            await process.exited()
             #expect(first?.count == 1)
             #expect(process.terminationReason == .exit, "\(arguments): killed by a signal, not an exit")
             #expect(process.terminationStatus == 23, "\(arguments): \(stderr)")
@@ -169,11 +169,11 @@ extension CLITests {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        async let stdout = out.fileHandleForReading.readToEnd()
-        async let stderr = err.fileHandleForReading.readToEnd()
+        async let stdout = out.fileHandleForReading.readAll()
+        async let stderr = err.fileHandleForReading.readAll()
         let (o, e) = try await (stdout, stderr)
-        process.waitUntilExit()
-        return (process.terminationStatus, o ?? Data(), String(decoding: e ?? Data(), as: UTF8.self))
+        await process.exited()
+        return (process.terminationStatus, o, String(decoding: e, as: UTF8.self))
     }
 
     /// Runs the binary with its standard output a terminal (`script` gives it a pty); returns what the
@@ -188,8 +188,8 @@ extension CLITests {
         process.standardError = Pipe()
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let data = try out.fileHandleForReading.readToEnd() ?? Data()
-        process.waitUntilExit()
+        let data = try await out.fileHandleForReading.readAll()
+        await process.exited()
         return String(decoding: data, as: UTF8.self).replacingOccurrences(of: "\r\n", with: "\n")
     }
 }

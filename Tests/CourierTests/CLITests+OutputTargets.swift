@@ -86,13 +86,13 @@ extension CLITests {
         let out = Pipe()
         reader.standardOutput = out
         try reader.run()
-        let received = Task.detached { try out.fileHandleForReading.readToEnd() ?? Data() }
+        let received = Task { try await out.fileHandleForReading.readAll() }
         let size = 3_000_000
         let piped = try await courier("get", "-o", fifo.path, "\(server.baseURL)/bytes/\(size)")
         let stillAPipe = Self.fileType(fifo.path) == S_IFIFO
         Self.release(reader, of: fifo.path)
         let bytes = try await received.value
-        reader.waitUntilExit()
+        await reader.exited()
         #expect(piped.status == 0, "\(piped.stderr)")
         #expect(stillAPipe, "the named pipe is still a named pipe")
         #expect(bytes.count == size && bytes == Self.served(size), "the reader got the whole body, in order")
@@ -106,7 +106,7 @@ extension CLITests {
         try quitter.run()
         let broken = try await courier("get", "-o", fifo.path, "\(server.baseURL)/bytes/\(size)")
         Self.release(quitter, of: fifo.path)
-        quitter.waitUntilExit()
+        await quitter.exited()
         #expect(broken.status == 1 && broken.stderr.contains("cannot write \(fifo.path)"), "\(broken.status) \(broken.stderr)")
     }
 

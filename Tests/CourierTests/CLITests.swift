@@ -28,14 +28,14 @@ struct CLITests {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        async let stdout = out.fileHandleForReading.readToEnd()
-        async let stderr = err.fileHandleForReading.readToEnd()
+        async let stdout = out.fileHandleForReading.readAll()
+        async let stderr = err.fileHandleForReading.readAll()
         let (o, e) = try await (stdout, stderr)
-        process.waitUntilExit()
+        await process.exited()
         return Run(
             status: process.terminationStatus,
-            stdout: String(decoding: o ?? Data(), as: UTF8.self),
-            stderr: String(decoding: e ?? Data(), as: UTF8.self))
+            stdout: String(decoding: o, as: UTF8.self),
+            stderr: String(decoding: e, as: UTF8.self))
     }
 
     @Test func theBinaryIsBuilt() {
@@ -124,8 +124,8 @@ struct CLITests {
         process.standardError = err
         process.standardOutput = Pipe()
         try process.run()
-        let stderr = String(decoding: try err.fileHandleForReading.readToEnd() ?? Data(), as: UTF8.self)
-        process.waitUntilExit()
+        let stderr = String(decoding: try await err.fileHandleForReading.readAll(), as: UTF8.self)
+        await process.exited()
         #expect(process.terminationStatus == 2, "\(arguments): \(stderr)")
         #expect(stderr.hasPrefix("courier: error: "))
         #expect(stderr.split(separator: "\n").count == 1, "\(stderr)")
@@ -218,7 +218,7 @@ struct CLITests {
         checkpoint.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()",
                                 directory + "/outbox.sqlite"]
         try checkpoint.run()
-        checkpoint.waitUntilExit()
+        await checkpoint.exited()
         let handle = try #require(FileHandle(forWritingAtPath: directory + "/outbox.sqlite"))
         try handle.write(contentsOf: Data(repeating: 0x5A, count: 512))
         try handle.close()

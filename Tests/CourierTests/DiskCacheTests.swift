@@ -29,8 +29,11 @@ struct DiskCacheTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let first = origin()
-        let engine1 = NetworkEngine.fake(first) { $0.cache = cache(directory) }
+        let before = cache(directory)
+        let engine1 = NetworkEngine.fake(first) { $0.cache = before }
         _ = try await engine1.send(engine1.operation(path: "rates"))
+        // Disk writes happen on the cache's own queue; a process that exits waits for them first.
+        await before.synchronize()
         let second = origin()
         let restarted = cache(directory)
         let engine2 = NetworkEngine.fake(second) { $0.cache = restarted }
@@ -50,15 +53,20 @@ struct DiskCacheTests {
                 .setCookie: "session=cookie-secret-123", .vary: "Accept",
             ], body: "hello")
         }
-        let engine = NetworkEngine.fake(transport) { $0.cache = cache(directory) }
+        let stored = cache(directory)
+        let engine = NetworkEngine.fake(transport) { $0.cache = stored }
         _ = try await engine.send(engine.operation(path: "me")
             .setHeader("Bearer token-secret-456", forName: "Authorization")
             .setHeader("theme=cookie-secret-789", forName: "Cookie"))
         let vary = FakeTransport { [clock] _ in
             FakeTransport.reply(status: 200, headers: [.cacheControl: "public, max-age=60", .date: HTTPDate.format(clock.now), .vary: "Authorization"], body: "v")
         }
-        let varyEngine = NetworkEngine.fake(vary) { $0.cache = cache(directory) }
+        let varyStored = cache(directory)
+        let varyEngine = NetworkEngine.fake(vary) { $0.cache = varyStored }
         _ = try await varyEngine.send(varyEngine.operation(path: "varies").setHeader("Bearer vary-secret-000", forName: "Authorization"))
+        // Everything written, so that the scan sees what reached the disk.
+        await stored.synchronize()
+        await varyStored.synchronize()
 
         let attributes = try FileManager.default.attributesOfItem(atPath: directory.path)
         #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)

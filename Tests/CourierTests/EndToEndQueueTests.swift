@@ -30,13 +30,16 @@ struct EndToEndQueueTests {
 
     @Test func theServerNeverSeesMoreThanTheLimitAndSeesARaiseAtOnce() async throws {
         try await withServer(maximumConcurrent: 2) { server, engine in
-            let ops = (0..<20).map { engine.operation(path: "/delay/1000", params: ["n": .int($0)]) }
+            // Two short requests, then twelve of three seconds: long enough that the six started by the
+            // raise overlap at the server even on a loaded machine (under the thread sanitizer), and
+            // twelve so that a queue ignoring the limit would put more than six in flight.
+            let ops = (0..<14).map { engine.operation(path: $0 < 2 ? "/delay/100" : "/delay/3000", params: ["n": .int($0)]) }
             for op in ops { engine.enqueue(op) }
             for op in ops.prefix(2) { _ = try await op.response() }
             #expect(server.maxInFlight == 2)
             engine.queue.maximumConcurrentOperations = 6
-            // Raising the limit starts waiting work at once: six one-second requests overlap at the
-            // server. (The high-water mark, not a snapshot, so a slow machine cannot miss the moment.)
+            // Raising the limit starts waiting work at once: six requests overlap at the server. (The
+            // high-water mark, not a snapshot, so a slow machine cannot miss the moment.)
             #expect(await eventually { server.maxInFlight == 6 })
             for op in ops { _ = try await op.response() }
             #expect(server.maxInFlight == 6)

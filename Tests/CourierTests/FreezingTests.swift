@@ -328,7 +328,7 @@ struct FreezingTests {
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         python.arguments = ["python3", "-c", script, directory.appendingPathComponent("outbox.sqlite").path, try #require(ops[1].outboxID)]
         try python.run()
-        python.waitUntilExit()
+        await python.exited()
         try #require(python.terminationStatus == 0)
 
         reachability.setStatus(.reachable(via: .wifi))

@@ -147,7 +147,7 @@ struct OutboxBodyProcessTests {
         // What crashes leave behind: a copy whose row never came, a half-made copy of a dead process;
         // and what a live process (this one) is making right now.
         let bodies = directory.appendingPathComponent("bodies")
-        let dead = try OutboxBodyTests.deadProcessID()
+        let dead = try await OutboxBodyTests.deadProcessID()
         for (name, owner) in [("orphan", "\(dead):deadbeef"), (".partial.\(dead).deadbeef.x", nil), ("in-the-making", "\(getpid()):live0000")] {
             let folder = bodies.appendingPathComponent(name)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -191,7 +191,7 @@ struct OutboxBodyProcessTests {
         checkpoint.arguments = ["python3", "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA wal_checkpoint(TRUNCATE)'); c.close()",
                                 directory.appendingPathComponent("outbox.sqlite").path]
         try checkpoint.run()
-        checkpoint.waitUntilExit()
+        await checkpoint.exited()
         let handle = try #require(FileHandle(forWritingAtPath: directory.appendingPathComponent("outbox.sqlite").path))
         try handle.write(contentsOf: Data(repeating: 0x5A, count: 512))
         try handle.close()

@@ -64,7 +64,7 @@ struct OutboxBodyRecoveryTests {
         #expect(OutboxBodyStore.problem(with: try #require(older.frozenBody), in: keptAside.appendingPathComponent("older")) == nil)
     }
 
-    @Test func aCopyAnOlderVersionMovedAsideIsLinkedBackAndOneThatIsGoneIsNotReportedKept() throws {
+    @Test func aCopyAnOlderVersionMovedAsideIsLinkedBackAndOneThatIsGoneIsNotReportedKept() async throws {
         let directory = Self.directory(), sources = Self.directory()
         defer {
             try? FileManager.default.removeItem(at: directory)
@@ -81,7 +81,7 @@ struct OutboxBodyRecoveryTests {
         }
         try fileManager.moveItem(at: database.bodies.folder, to: directory.appendingPathComponent(aside + "-bodies"))
         try fileManager.removeItem(at: directory.appendingPathComponent(aside + "-bodies/lost"))
-        try OutboxDamageTests.writeDatabase(in: directory, rows: 0)
+        try await OutboxDamageTests.writeDatabase(in: directory, rows: 0)
 
         try database.insertFrozen(record)
         #expect(database.bodies.problem(with: try #require(record.frozenBody), id: "moved") == nil, "linked back where the row looks")
@@ -91,7 +91,7 @@ struct OutboxBodyRecoveryTests {
         #expect(database.records().map(\.id) == ["moved"], "a row whose copy is nowhere is not kept (nor reported frozen)")
     }
 
-    @Test func damageMetByTheCommitItselfKeepsTheCopyOfTheRequestBeingFrozen() throws {
+    @Test func damageMetByTheCommitItselfKeepsTheCopyOfTheRequestBeingFrozen() async throws {
         let directory = Self.directory(), sources = Self.directory()
         defer {
             try? FileManager.default.removeItem(at: directory)
@@ -106,10 +106,10 @@ struct OutboxBodyRecoveryTests {
                 headers: [:], body: Data(repeating: 1, count: 3000), idempotencyKey: "k\(index)", createdAt: 0, expiresAt: nil,
                 maximumAttempts: nil, nextAttemptAt: 0))
         }
-        try database.pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try await database.pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         let main = directory.appendingPathComponent("outbox.sqlite")
         try OutboxDamageTests.damage(main, at: 4096, count: 3 * 4096)
-        _ = try OutboxDamageTests.python(
+        _ = try await OutboxDamageTests.python(
             "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 7'); c.commit(); c.close()", main.path)
 
         let record = try Self.frozenFile(database, id: "kept", source: Self.source(sources, "b.bin", Self.pattern(60_000, seed: 2)))

@@ -135,7 +135,7 @@ struct OutboxBodyTests {
     @Test func theSweepRemovesCopiesNoRowNeedsAndLeavesCopiesInTheMaking() async throws {
         try await TransferTestSupport.withTemporaryDirectory { folder in
             let store = OutboxBodyStore(directory: folder, owner: Self.owner)
-            let dead = try Self.deadProcessID()
+            let dead = try await Self.deadProcessID()
             func make(_ name: String, owner: String? = nil) throws {
                 let url = store.folder.appendingPathComponent(name)
                 try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
@@ -160,7 +160,7 @@ struct OutboxBodyTests {
     @Test func whileADatabaseIsSetAsideACommittedCopyWithoutALiveRowIsKept() async throws {
         try await TransferTestSupport.withTemporaryDirectory { folder in
             let store = OutboxBodyStore(directory: folder, owner: Self.owner)
-            let dead = try Self.deadProcessID()
+            let dead = try await Self.deadProcessID()
             for (name, owner) in [("row-of-the-set-aside-database", nil), ("crashed-before-commit", "\(dead):deadbeef")] {
                 let url = store.folder.appendingPathComponent(name)
                 try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
@@ -214,12 +214,12 @@ struct OutboxBodyTests {
     }
 
     /// The id of a process that has exited.
-    static func deadProcessID() throws -> Int32 {
+    static func deadProcessID() async throws -> Int32 {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", "exit 0"]
         try process.run()
-        process.waitUntilExit()
+        await process.exited()
         return process.processIdentifier
     }
 }

@@ -12,7 +12,7 @@ struct OutboxDamageTests {
 
     /// Writes an outbox database with `rows` rows through SQLite (python3, as another program would),
     /// never opened by this process (outboxes are opened once per process and directory).
-    static func writeDatabase(in directory: URL, rows: Int) throws {
+    static func writeDatabase(in directory: URL, rows: Int) async throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let script = """
             import sqlite3,sys
@@ -27,7 +27,7 @@ struct OutboxDamageTests {
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         python.arguments = ["python3", "-c", script, directory.appendingPathComponent("outbox.sqlite").path, "\(rows)"]
         try python.run()
-        python.waitUntilExit()
+        await python.exited()
         try #require(python.terminationStatus == 0)
     }
 
@@ -57,7 +57,7 @@ struct OutboxDamageTests {
     func aDamagedDatabaseIsSetAsideAndFreezingGoesOnInAFreshOne(place: String, offset: UInt64) async throws {
         let directory = Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        try Self.writeDatabase(in: directory, rows: 8)
+        try await Self.writeDatabase(in: directory, rows: 8)
         let main = directory.appendingPathComponent("outbox.sqlite")
         try Self.damage(main, at: offset, count: 4096)
         let damagedBytes = try Data(contentsOf: main)
@@ -130,7 +130,7 @@ struct OutboxDamageTests {
         #expect(!OutboxDatabase.isDamage(NetworkError(.timeout)))
     }
 
-    @Test func aProcessFollowsAnotherProcesssSetAsideBeforeItsNextWrite() throws {
+    @Test func aProcessFollowsAnotherProcesssSetAsideBeforeItsNextWrite() async throws {
         let directory = Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try OutboxDatabase.open(at: directory)
@@ -148,26 +148,26 @@ struct OutboxDamageTests {
                 try fileManager.moveItem(at: file, to: directory.appendingPathComponent("outbox.sqlite.damaged-elsewhere" + suffix))
             }
         }
-        try Self.writeDatabase(in: directory, rows: 0)
+        try await Self.writeDatabase(in: directory, rows: 0)
         try database.insert(record("after"))
         #expect(database.records().map(\.id) == ["after"], "written to the database now in place, not the one set aside")
         #expect(database.damageReports.withLockedValue { $0 }.isEmpty, "not damage this process found")
     }
 
     /// Runs a Python snippet with `argv[1]` = the database path.
-    static func python(_ script: String, _ path: String, wait: Bool = true) throws -> Process {
+    static func python(_ script: String, _ path: String, wait: Bool = true) async throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", script, path]
         try process.run()
         if wait {
-            process.waitUntilExit()
+            await process.exited()
             try #require(process.terminationStatus == 0)
         }
         return process
     }
 
-    @Test func damageMetWhileInUseIsSetAsideAndTheWriteGoesToAFreshOutbox() throws {
+    @Test func damageMetWhileInUseIsSetAsideAndTheWriteGoesToAFreshOutbox() async throws {
         let directory = Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try OutboxDatabase.open(at: directory)
@@ -178,11 +178,11 @@ struct OutboxDamageTests {
                 maximumAttempts: nil, nextAttemptAt: 0)
         }
         for index in 0..<6 { try database.insert(record("row-\(index)")) }
-        try database.pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        try await database.pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         let main = directory.appendingPathComponent("outbox.sqlite")
         try Self.damage(main, at: 4096, count: 3 * 4096)
         // Another connection writes (the header page only): this process's cached pages are stale now.
-        _ = try Self.python("import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 7'); c.commit(); c.close()", main.path)
+        _ = try await Self.python("import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA user_version = 7'); c.commit(); c.close()", main.path)
 
         try database.insert(record("kept"))
         #expect(database.records().map(\.id) == ["kept"], "the request is kept, in a fresh outbox")
@@ -191,13 +191,13 @@ struct OutboxDamageTests {
         #expect(OutboxDatabase.setAsideFiles(in: directory).count == 1)
     }
 
-    @Test func anotherProcessHoldingTheDatabaseOpenIsSeen() throws {
+    @Test func anotherProcessHoldingTheDatabaseOpenIsSeen() async throws {
         let directory = Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        try Self.writeDatabase(in: directory, rows: 1)
+        try await Self.writeDatabase(in: directory, rows: 1)
         let path = directory.appendingPathComponent("outbox.sqlite").path
         #expect(!OutboxDatabase.isOpenElsewhere(path))
-        let holder = try Self.python("""
+        let holder = try await Self.python("""
             import sqlite3,sys,time
             c=sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=WAL'); c.execute('SELECT count(*) FROM outbox').fetchall()
             open(sys.argv[1] + '.ready', 'w').close()
@@ -206,16 +206,12 @@ struct OutboxDamageTests {
                 if os.path.exists(sys.argv[1] + '.stop'): break
                 time.sleep(0.02)
             """, path, wait: false)
-        defer {
-            _ = FileManager.default.createFile(atPath: path + ".stop", contents: nil)
-            holder.waitUntilExit()
+        let ready = await eventually(timeout: .seconds(30)) { FileManager.default.fileExists(atPath: path + ".ready") }
+        #expect(ready)
+        if ready {
+            #expect(OutboxDatabase.isOpenElsewhere(path), "its log is live: not judged while another process has it open")
         }
-        var ready = false
-        for _ in 0..<200 where !ready {
-            ready = FileManager.default.fileExists(atPath: path + ".ready")
-            if !ready { usleep(20_000) }
-        }
-        try #require(ready)
-        #expect(OutboxDatabase.isOpenElsewhere(path), "its log is live: not judged while another process has it open")
+        _ = FileManager.default.createFile(atPath: path + ".stop", contents: nil)
+        await holder.exited()
     }
 }

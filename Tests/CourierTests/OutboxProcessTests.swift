@@ -22,8 +22,8 @@ struct OutboxProcessTests {
         process.standardOutput = out
         process.standardError = FileHandle.standardError
         try process.run()
-        let data = try await Task.detached { try out.fileHandleForReading.readToEnd() ?? Data() }.value
-        process.waitUntilExit()
+        let data = try await out.fileHandleForReading.readAll()
+        await process.exited()
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
@@ -127,12 +127,12 @@ struct OutboxProcessTests {
         let out = Pipe()
         holder.standardOutput = out
         try holder.run()
-        let line = await Task.detached { out.fileHandleForReading.availableData }.value
+        let line = await offThePool { out.fileHandleForReading.availableData }
         #expect(String(decoding: line, as: UTF8.self).contains("locked"))
         // The host comes back while the lock is held: the claim fails, and must be tried again.
         reachability.setStatus(.reachable(via: .wired))
         #expect(try await op.response().statusCode == 200)
-        holder.waitUntilExit()
+        await holder.exited()
         #expect(server.requestCount(path: "/anything/busy") == 1)
     }
 }

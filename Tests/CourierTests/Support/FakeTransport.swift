@@ -112,9 +112,13 @@ func drain(_ queue: DispatchQueue) async {
 /// Polls a condition without a fixed sleep: yields until it holds or the time runs out.
 func eventually(timeout: Duration = .seconds(20), _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
+    // Polls quickly at first, then backs off to 25 ms: hundreds of tests polling every 2 ms at once
+    // were themselves a load that starved the pool's two threads under the thread sanitizer.
+    var pause = Duration.milliseconds(1)
     while !condition() {
         if ContinuousClock.now > deadline { return false }
-        try? await Task.sleep(for: .milliseconds(2))
+        try? await Task.sleep(for: pause)
+        pause = min(pause * 2, .milliseconds(25))
     }
     return true
 }
