@@ -101,8 +101,9 @@ public final class CookieJar: Sendable {
     }
 
     deinit {
-        // Writes still queued hold the jar, so there are none left; the file can close.
-        database?.close()
+        // Work still queued holds the jar, so none is left; the file closes on the jar's queue, never on
+        // the thread that let go of the jar.
+        if let queue, let database { queue.async { database.close() } }
     }
 
     // MARK: Reading
