@@ -24,7 +24,7 @@ import Foundation
 ///   ``Limits/total`` in all, the least recently used (RFC 6265 §5.3 step 12).
 struct CookieStorage: Sendable {
     /// Something the storage changed that a persistent jar must write.
-    enum Change: Equatable, Sendable {
+    enum Change: Hashable, Sendable {
         /// The cookie was stored, replaced, or used (its last-access date moved).
         case stored(Cookie)
         /// The cookie with this key is gone (expired, deleted by its server, evicted or removed).
