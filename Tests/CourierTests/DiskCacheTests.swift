@@ -29,8 +29,11 @@ struct DiskCacheTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let first = origin()
-        let engine1 = NetworkEngine.fake(first) { $0.cache = cache(directory) }
+        let firstCache = cache(directory)
+        let engine1 = NetworkEngine.fake(first) { $0.cache = firstCache }
         _ = try await engine1.send(engine1.operation(path: "rates"))
+        // The disk write is queued on the first cache's own queue; let it land before the "restart".
+        await firstCache.synchronize()
         let second = origin()
         let restarted = cache(directory)
         let engine2 = NetworkEngine.fake(second) { $0.cache = restarted }
