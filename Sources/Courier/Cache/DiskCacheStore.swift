@@ -165,7 +165,7 @@ final class DiskCacheStore: Sendable {
             let digest = column(row, "bodyDigest", as: String.self),
             let requestTime = column(row, "requestTime", as: Double.self), let responseTime = column(row, "responseTime", as: Double.self),
             let body = FileManager.default.contents(atPath: bodies.appendingPathComponent(id).path),
-            body.count == size, SHA256.hexDigest(body) == digest
+            body.count == size, Digests.sha256Hex(body) == digest
         else { return nil }
         return CachedResponseEntry(
             url: url, status: HTTPResponse.Status(code: code, reasonPhrase: reason), headers: headers, body: body,
@@ -208,7 +208,7 @@ final class DiskCacheStore: Sendable {
                         id, urlKey, varyKey, partition, entry.url.absoluteString, entry.status.code, entry.status.reasonPhrase,
                         DiskCacheCoding.text(of: DiskCacheCoding.writableHeaders(entry.headers)),
                         entry.requestTime.timeIntervalSince1970, entry.responseTime.timeIntervalSince1970,
-                        entry.body.count, SHA256.hexDigest(entry.body), now.timeIntervalSince1970,
+                        entry.body.count, Digests.sha256Hex(entry.body), now.timeIntervalSince1970,
                     ])
                 return old
             }

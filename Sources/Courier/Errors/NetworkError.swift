@@ -83,6 +83,13 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         public static let frozenBodyTooLarge = Code("frozenBodyTooLarge")
         /// Any other transport failure; ``NetworkError/underlying`` holds the cause.
         public static let transport = Code("transport")
+        /// Credentials that cannot be sent as given: a Basic user-id containing `:`, or a user-id or
+        /// password containing a control character (RFC 7617 §2).
+        public static let invalidCredentials = Code("invalidCredentials")
+        /// Authentication did not succeed: the server challenged again for credentials just sent (they
+        /// are wrong; Courier never retries them in a loop), or it offered no challenge Courier can
+        /// answer (an unknown scheme or Digest algorithm, or only `qop=auth-int`).
+        public static let authenticationFailed = Code("authenticationFailed")
 
         public var description: String { name }
     }

@@ -360,6 +360,6 @@ extension NetworkOperation {
         let credentials = SensitiveHeaders.kept(names, from: headers)
             .map { "\($0.name.canonicalName): \($0.value)" }.sorted()
         guard !credentials.isEmpty else { return nil }
-        return SHA256.hexDigest(Data(credentials.joined(separator: "\n").utf8))
+        return Digests.sha256Hex(Data(credentials.joined(separator: "\n").utf8))
     }
 }

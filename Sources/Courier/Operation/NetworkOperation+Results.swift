@@ -125,11 +125,11 @@ extension NetworkOperation {
     /// lower-casing scheme and host, dropping a default port and the fragment, and using `/` for an
     /// empty path; the query is kept as sent (Courier's own encoders sort parameters).
     static func makeUniqueIdentifier(method: HTTPRequest.Method, url: String, body: Data?) -> String {
-        let bodyDigest = body.map { $0.isEmpty ? emptyBodyDigest : SHA256.hexDigest($0) } ?? emptyBodyDigest
-        return SHA256.hexDigest(Data("\(method.rawValue) \(normalizedURL(url))\n\(bodyDigest)".utf8))
+        let bodyDigest = body.map { $0.isEmpty ? emptyBodyDigest : Digests.sha256Hex($0) } ?? emptyBodyDigest
+        return Digests.sha256Hex(Data("\(method.rawValue) \(normalizedURL(url))\n\(bodyDigest)".utf8))
     }
 
-    private static let emptyBodyDigest = SHA256.hexDigest(Data())
+    private static let emptyBodyDigest = Digests.sha256Hex(Data())
 
     /// Normalises `scheme://authority/path?query#fragment` as text (no URL parsing on the hot path).
     static func normalizedURL(_ string: String) -> String {
