@@ -65,6 +65,12 @@ enum Router {
             return .reply(.bytes(Fixtures.latin1, contentType: "text/plain; charset=iso-8859-1"))
         case ("basic-auth", 3):
             return .reply(basicAuth(user: parts[1], password: parts[2], request))
+        case ("bearer", 2):
+            // 200 for `Authorization: Bearer <token>` with the token in the path, else 401.
+            if request.header("Authorization") == "Bearer \(parts[1])" {
+                return .reply(.bytes(Inspector.encode(["authenticated": true]), contentType: "application/json"))
+            }
+            return .reply(Reply(status: .unauthorized, headers: [("WWW-Authenticate", #"Bearer realm="test""#)]))
         case ("rates", 1):
             return .reply(rates(request.queryParameters))
         case ("respond", _):

@@ -75,7 +75,21 @@ extension NetworkEngine {
         /// enqueued: a token refreshed meanwhile is the one sent), and when the cache is looked up, to
         /// find the responses stored for these credentials. Its field names count as
         /// ``sensitiveHeaderNames`` for that request.
+        ///
+        /// Kept as a convenience beside ``interceptors``: it runs first, synchronously, and its fields also
+        /// select the cache's entries for these credentials, which an interceptor's do not.
         public var credentialProvider: (@Sendable (URL) -> HTTPFields)?
+        /// The engine's request pipeline, in order: each adapts every request the engine sends (every
+        /// attempt, redirect hop and outbox replay) and may retry failed attempts. See
+        /// ``RequestInterceptor``; Courier ships ``RetryPolicy``, ``BearerTokenAuthenticator``,
+        /// ``BasicAuthenticator`` and ``DigestAuthenticator``.
+        /// ```swift
+        /// configuration.interceptors = [RetryPolicy(), BearerTokenAuthenticator(token: saved) { try await refresh() }]
+        /// ```
+        public var interceptors: [any RequestInterceptor] = []
+        /// The cookie jar the engine sends cookies from and stores them in (RFC 6265), or `nil` (the
+        /// default) for none. Several engines may share one jar. It runs before ``interceptors``.
+        public var cookieJar: CookieJar?
         /// Names of request header fields that carry credentials (case does not matter). They partition the
         /// cache (one user's responses are never served to another), are dropped when a redirect leads to
         /// another origin, are never written to the outbox and are masked in ``NetworkOperation/curlCommand``.

@@ -81,6 +81,9 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         /// this instead, ``NetworkError/underlying`` holding the network error that made it freeze.
         /// Nothing of it is left in the outbox.
         public static let frozenBodyTooLarge = Code("frozenBodyTooLarge")
+        /// A ``RequestInterceptor`` threw while adapting the request (``NetworkError/underlying`` holds what
+        /// it threw): nothing was sent.
+        public static let interceptorFailed = Code("interceptorFailed")
         /// Any other transport failure; ``NetworkError/underlying`` holds the cause.
         public static let transport = Code("transport")
         /// Credentials that cannot be sent as given: a Basic user-id containing `:`, or a user-id or
@@ -88,7 +91,9 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         public static let invalidCredentials = Code("invalidCredentials")
         /// Authentication did not succeed: the server challenged again for credentials just sent (they
         /// are wrong; Courier never retries them in a loop), or it offered no challenge Courier can
-        /// answer (an unknown scheme or Digest algorithm, or only `qop=auth-int`).
+        /// answer (an unknown scheme or Digest algorithm, or only `qop=auth-int`); or a
+        /// ``BearerTokenAuthenticator``'s refresh failed (``NetworkError/underlying`` holds why) or the
+        /// server refused the token the refresh gave.
         public static let authenticationFailed = Code("authenticationFailed")
 
         public var description: String { name }

@@ -92,6 +92,8 @@ extension NetworkOperation {
                 acceptableStatusCodes: context.configuration.acceptableStatusCodes, queueThrottle: context.queue.throttle)
             prepared.destination.maximumFileSize = context.configuration.maximumDownloadSize
             prepared.reportsInformational = !storage.handlers.informational.isEmpty
+            prepared.interceptors = InterceptorChain(
+                interceptors: context.configuration.pipeline + storage.interceptors, isReplay: storage.isReplay)
             storage.prepared = prepared
             return prepared
         }
@@ -146,8 +148,10 @@ extension NetworkOperation {
         // A body streamed to one consumer is not shared; nor is a resumable download (its partial file
         // belongs to its destination) or one with a bandwidth limit of its own. Downloads to files share
         // one transfer with identical downloads: the queue copies the file to the others' destinations.
+        // An operation with interceptors of its own runs alone: they might adapt or retry it differently.
         let shares = storage.withLockedValue { storage in
             storage.allowsCoalescing && storage.transfer.channel == nil && !storage.transfer.isResumable && storage.transfer.throttle == nil
+                && storage.interceptors.isEmpty
         }
         guard shares else { return nil }
         let download = downloadDestinations.isEmpty
@@ -156,7 +160,8 @@ extension NetworkOperation {
         let runner = CoalescingKey.Runner(
             group: context.connectivity.group,
             transport: type(of: transport) is AnyClass ? .object(ObjectIdentifier(transport as AnyObject)) : .engine(context.engineID),
-            credentialsOf: context.configuration.credentialProvider == nil ? nil : context.engineID)
+            credentialsOf: context.configuration.credentialProvider == nil ? nil : context.engineID,
+            interceptorsOf: context.configuration.pipeline.isEmpty ? nil : context.engineID)
         return CoalescingKey(request: preparedRequest(), uniqueIdentifier: uniqueIdentifier, runner: runner, download: download)
     }
 

@@ -106,6 +106,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var isFreezing = false
         /// Set when the operation is taken out of the queue for a reason other than cancellation.
         var queueExit: QueueExit?
+        /// The operation's own interceptors (after the engine's).
+        var interceptors: [any RequestInterceptor] = []
     }
 
     let id = OperationID.next()

@@ -4,7 +4,8 @@ import HTTPTypes
 /// (normalised URL and body digest), same request headers, the same transport behaviour, and the same
 /// way of running: the same ``LinkGroup`` (the queue parks or runs the flight by it: same reachability,
 /// limits and `wifiOnlyMode`), the same transport object (a proxy or client certificate lives there),
-/// and the same credential provider (one engine's: closures cannot be compared). Engines that differ in
+/// and the same credential provider and interceptors (one engine's: closures cannot be compared; an
+/// operation with interceptors of its own has no key). Engines that differ in
 /// any of these never share a flight, so a flight parked by one engine's width 0 holds no other engine's
 /// operation, and no operation goes out over another engine's link, transport or credentials.
 ///
@@ -41,6 +42,9 @@ struct CoalescingKey: Hashable, Sendable {
         var transport: Transport = .engine(0)
         /// The engine whose credential provider adds credentials, or `nil` for an engine without one.
         var credentialsOf: UInt64?
+        /// The engine whose interceptors adapt and retry the request, or `nil` for an engine without any
+        /// (interceptors cannot be compared: engines with interceptors share flights only among their own).
+        var interceptorsOf: UInt64?
 
         enum Transport: Hashable, Sendable {
             case object(ObjectIdentifier)

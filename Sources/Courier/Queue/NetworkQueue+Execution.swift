@@ -72,6 +72,7 @@ extension NetworkQueue {
     ) {
         var effects = state.withLockedValue { state in
             state.flights[flight] = nil
+            state.attempts[flight] = nil
             return makeEffects(of: state.machine.flightFinished(flight), in: &state)
         }
         // A download shared by identical ones wrote the first one's files; the others got copies while the
@@ -172,7 +173,11 @@ extension NetworkQueue {
             }
             // Every subscriber belongs to the flight's engine (the key says so): any of them builds the request,
             // with the credentials of this moment.
-            start(handle, request: representative.requestForSending(), executor: representative.context.executor, subscribers: subscribers.count)
+            var request = representative.requestForSending()
+            let attempt = state.withLockedValue { $0.attempts[handle.id] }
+            request.attempt = attempt?.number ?? 1
+            request.firstAttemptAt = attempt?.since ?? .now
+            start(handle, request: request, executor: representative.context.executor, subscribers: subscribers.count)
         }
         if effects.becameEmpty && effects.isObserved { publish(.queueFinished) }
     }
@@ -188,12 +193,14 @@ extension NetworkQueue {
                 "courier-subscribers": "\(subscribers)",
             ])
         }
+        let lastSent = NIOLockedValueBox<PreparedRequest?>(nil)
         let progress = RequestExecutor.ProgressSink(
             upload: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidSendBody(progress) } },
             download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } },
             informational: { [self] status, headers in
                 forEachSubscriber(of: flight) { $0.queueDidReceiveInformational(InformationalResponse(status: status, headers: headers)) }
-            }
+            },
+            sending: { sent in lastSent.withLockedValue { $0 = sent } }
         )
         let copies = NIOLockedValueBox<[OperationID: Result<NetworkResponse, NetworkError>]>([:])
         let copyToOthers: (@Sendable (Result<NetworkResponse, NetworkError>) async -> Void)?
@@ -213,9 +220,78 @@ extension NetworkQueue {
             case .failure(let error):
                 logger.debug("courier request failed", metadata: ["courier-error": "\(error.code)"])
             }
+            if !request.interceptors.isEmpty, !Task.isCancelled,
+                let failure = Self.retryableFailure(result, acceptable: request.destination.acceptableStatusCodes)
+            {
+                let sent = lastSent.withLockedValue { $0 } ?? request
+                await retryOrFinish(flight, request: request, sent: sent, result: result, failure: failure, logger: logger)
+                return
+            }
             flightFinished(flight, result: result, sent: request, copies: copies.withLockedValue { $0 })
         }
         handle.attach(Task(operation: work))
+    }
+
+    /// What an interceptor is asked to retry: a failure, or a response with an error status the engine
+    /// does not accept (not a 304 or another answer the cache or the redirect rules deal with).
+    static func retryableFailure(_ result: Result<NetworkResponse, NetworkError>, acceptable: Set<Int>) -> NetworkError? {
+        switch result {
+        case .failure(let error):
+            return error.code == .cancelled ? nil : error
+        case .success(let response):
+            guard response.statusCode >= 400, !acceptable.contains(response.statusCode) else { return nil }
+            return NetworkError(
+                .unacceptableStatus, "the server answered \(response.statusCode) \(response.status.reasonPhrase)",
+                url: response.url.absoluteString, response: response)
+        }
+    }
+
+    /// A failed attempt of a flight with interceptors: the flight gives up its slot while they decide and
+    /// while it waits, then takes its old place in line; or its subscribers hear the outcome.
+    private func retryOrFinish(
+        _ flight: FlightID, request: PreparedRequest, sent: PreparedRequest, result: Result<NetworkResponse, NetworkError>,
+        failure: NetworkError, logger: Logger
+    ) async {
+        let suspended = state.withLockedValue { state -> Effects? in
+            guard let action = state.machine.suspendFlight(flight) else { return nil }
+            return makeEffects(of: action, in: &state)
+        }
+        guard let suspended else {
+            // Its last subscriber left as it ended: it finishes as any flight does.
+            return flightFinished(flight, result: result, sent: request)
+        }
+        perform(suspended, result: nil)
+        var outcome = result
+        let elapsed = ContinuousClock.now - (request.firstAttemptAt ?? .now)
+        switch await request.interceptors.retryDecision(for: sent, after: failure, attempt: request.attempt, elapsed: elapsed) {
+        case .doNotRetry:
+            break
+        case .fail(let error):
+            outcome = .failure(error)
+        case .retry(let delay):
+            logger.debug("courier retrying", metadata: [
+                "courier-attempt": "\(request.attempt + 1)", "courier-delay": "\(delay)", "courier-error": "\(failure.code)",
+            ])
+            if delay > .zero { try? await Task.sleep(for: delay) }
+            if !Task.isCancelled {
+                let effects = state.withLockedValue { state -> Effects? in
+                    guard state.machine.hasFlight(flight) else { return nil }
+                    state.attempts[flight] = (request.attempt + 1, request.firstAttemptAt ?? .now)
+                    return makeEffects(of: state.machine.requeueFlight(flight), in: &state)
+                }
+                if let effects {
+                    perform(effects, result: nil)
+                    return
+                }
+            }
+            outcome = .failure(.cancelled(url: request.url.absoluteString))
+        }
+        let effects = state.withLockedValue { state in
+            state.flights[flight] = nil
+            state.attempts[flight] = nil
+            return makeEffects(of: state.machine.finishSuspendedFlight(flight), in: &state)
+        }
+        perform(effects, result: outcome, sent: request)
     }
 
     private func forEachSubscriber(of flight: FlightID, _ body: (NetworkOperation) -> Void) {

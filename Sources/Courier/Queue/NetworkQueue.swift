@@ -26,6 +26,8 @@ public final class NetworkQueue: Sendable {
         var machine: QueueStateMachine
         var operations: [OperationID: NetworkOperation] = [:]
         var flights: [FlightID: FlightHandle] = [:]
+        /// The attempt a flight is at, for flights an interceptor retried (absent: the first).
+        var attempts: [FlightID: (number: Int, since: ContinuousClock.Instant)] = [:]
         /// Submitted operations not in the state machine: reading their cache entry, held for
         /// connectivity, or being frozen. Cancellation by predicate sees them too.
         var outside: [OperationID: NetworkOperation] = [:]

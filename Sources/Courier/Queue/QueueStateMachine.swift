@@ -18,7 +18,9 @@ import HeapModule
 ///   subscriber leaves;
 /// - each operation belongs to a group (its engine), which may have a limit of its own (set from the
 ///   engine's reachability): no more flights run than the narrowest limit among the groups whose
-///   work is waiting; a group limited to 0 is paused, its flights parked (in order) until it opens.
+///   work is waiting; a group limited to 0 is paused, its flights parked (in order) until it opens;
+/// - a flight an interceptor retries gives up its slot while it waits (``suspendFlight(_:)``), then
+///   takes its old place in line (``requeueFlight(_:)``): it goes before work enqueued after it.
 struct QueueStateMachine {
     /// The engine an operation belongs to.
     typealias Group = UInt64
@@ -49,7 +51,8 @@ struct QueueStateMachine {
         var activity: Int?
     }
 
-    private enum FlightState { case waiting, running, cancelling }
+    /// `suspended`: between two attempts, holding no slot (backing off, or an interceptor deciding).
+    private enum FlightState { case waiting, running, cancelling, suspended }
 
     private struct Flight {
         var state: FlightState
@@ -183,6 +186,10 @@ struct QueueStateMachine {
                 flight.state = .cancelling
                 flights[flightID] = flight
                 action.cancelFlights = [flightID]
+            case .suspended:
+                // No slot to wait for: the flight is gone; its task hears the cancellation and stops.
+                flights[flightID] = nil
+                action.cancelFlights = [flightID]
             case .cancelling:
                 preconditionFailure("\(flightID) is cancelling but still had a subscriber")
             }
@@ -217,6 +224,50 @@ struct QueueStateMachine {
         schedule(into: &action)
         return action
     }
+
+    /// A running flight's attempt failed and its interceptors are deciding whether (and when) to try
+    /// again: it gives up its slot meanwhile. Its subscribers stay; identical work still joins it.
+    /// Returns `nil` when the flight is not running any more (its last subscriber left).
+    mutating func suspendFlight(_ flightID: FlightID) -> Action? {
+        guard var flight = flights[flightID], flight.state == .running else { return nil }
+        flight.state = .suspended
+        flights[flightID] = flight
+        occupiedSlots -= 1
+        var action = Action()
+        schedule(into: &action)
+        return action
+    }
+
+    /// A suspended flight is tried again: it waits for a slot at its old place in line (its first
+    /// subscriber's sequence), ahead of work enqueued after it. Ignored for a flight that is gone.
+    mutating func requeueFlight(_ flightID: FlightID) -> Action {
+        var action = Action()
+        guard var flight = flights[flightID], flight.state == .suspended else { return action }
+        flight.state = .waiting
+        flight.priority = flight.subscribers.compactMap { members[$0]?.priority }.max() ?? flight.priority
+        flights[flightID] = flight
+        waitingFlightCount += 1
+        countWaiting(in: flight.group, 1)
+        line.insert(Ticket(priority: flight.priority, sequence: flight.sequence, flight: flightID))
+        schedule(into: &action)
+        return action
+    }
+
+    /// A suspended flight is not tried again: its subscribers hear the outcome. Ignored (empty action)
+    /// for a flight that is gone.
+    mutating func finishSuspendedFlight(_ flightID: FlightID) -> Action {
+        var action = Action()
+        guard let flight = flights[flightID], flight.state == .suspended else { return action }
+        flights[flightID] = nil
+        if let key = flight.key, coalescing[key] == flightID { coalescing[key] = nil }
+        for id in flight.subscribers { members[id] = nil }
+        action.deliver = flight.subscribers
+        if !flight.subscribers.isEmpty { action.activity = members.count }
+        return action
+    }
+
+    /// Whether the state machine still knows a flight (suspended flights included).
+    func hasFlight(_ flightID: FlightID) -> Bool { flights[flightID] != nil }
 
     /// Changes a queued operation's priority; it matters while its flight waits.
     mutating func setPriority(_ priority: NetworkOperation.Priority, for id: OperationID) -> Action {
@@ -297,7 +348,7 @@ struct QueueStateMachine {
             members[id] = member
             switch flight.state {
             case .waiting: reprioritize(flightID)
-            case .running: action.joinedRunning.append(id)
+            case .running, .suspended: action.joinedRunning.append(id)
             case .cancelling: preconditionFailure("a cancelling flight is never in the coalescing table")
             }
             return

@@ -25,4 +25,10 @@ struct PreparedRequest: Sendable {
     /// The missing bytes of a stored partial response the cache asked for with `Range` and `If-Range`;
     /// an answer that does not complete it is dropped and the request sent again without them.
     var cacheCompletion: CachePartialContent.Completion?
+    /// The interceptors that adapt each hop and decide on retries.
+    var interceptors = InterceptorChain()
+    /// Which attempt this is: 1 for the first, 2 for the first retry.
+    var attempt = 1
+    /// When the first attempt began (for retry policies with a total time).
+    var firstAttemptAt: ContinuousClock.Instant?
 }

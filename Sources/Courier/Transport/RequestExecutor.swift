@@ -10,6 +10,8 @@ struct RequestExecutor: Sendable {
         var upload: @Sendable (TransferProgress) -> Void = { _ in }
         var download: @Sendable (TransferProgress) -> Void = { _ in }
         var informational: @Sendable (HTTPResponse.Status, HTTPFields) -> Void = { _, _ in }
+        /// Each request as it goes on the wire, after the interceptors adapted it (one per redirect hop).
+        var sending: @Sendable (PreparedRequest) -> Void = { _ in }
     }
 
     /// Bytes of a redirect's body read (and dropped) so the connection can be reused; more closes it.
@@ -93,7 +95,16 @@ struct RequestExecutor: Sendable {
             while true {
                 try Task.checkCancellation()
                 let current = redirects.current
-                let response = try await transport.execute(await transportRequest(for: current, deadline: deadline, progress: progress))
+                // The interceptors adapt each hop; the redirect machine goes on from the request as composed,
+                // so what they add is added again (or not, across origins) on the next hop.
+                let sent = try await request.interceptors.adapt(
+                    current, attempt: request.attempt, redirectCount: redirects.chain.count, originalURL: redirects.originalURL)
+                try Task.checkCancellation()
+                progress.sending(sent)
+                let response = try await transport.execute(await transportRequest(for: sent, deadline: deadline, progress: progress))
+                await request.interceptors.didReceive(
+                    status: response.status, headers: response.headers, for: sent, attempt: request.attempt,
+                    redirectCount: redirects.chain.count, originalURL: redirects.originalURL)
                 if let completion = current.cacheCompletion, completion.mustResendWhole(status: response.status.code, headers: response.headers) {
                     // The cache asked for the bytes its stored part lacks and got something else: ask for everything.
                     try await discardBody(of: response)

@@ -1,0 +1,128 @@
+public import Foundation
+public import HTTPTypes
+
+/// A step of the request pipeline: it adapts each request before it goes (adds a token, signs it) and
+/// decides whether a failed attempt is tried again (Alamofire's `RequestInterceptor`, OkHttp's
+/// interceptors and authenticators).
+///
+/// Attach interceptors to an engine (``NetworkEngine/Configuration/interceptors``, in order) or to one
+/// operation (``NetworkOperation/intercepted(by:)``, after the engine's). The pipeline calls them
+/// outside any lock, on a task of the queue:
+/// - ``adapt(_:context:)`` for every request that goes on the wire: the first attempt, each retry, each
+///   redirect hop and each replay from the outbox. Interceptors run in order, each seeing the previous
+///   one's result. A throwing adapter fails the operation with a ``NetworkError`` (its own, or
+///   ``NetworkError/Code/interceptorFailed`` wrapping what it threw); nothing is sent.
+/// - ``retry(_:after:attempt:)`` when an attempt failed: a transport error (connection refused, lost,
+///   timed out) or a response whose status the engine does not accept. The first interceptor that does
+///   not answer ``RetryDecision/doNotRetry`` decides. A retried operation waits outside the queue's
+///   slots, then takes its old place in line (before work enqueued after it).
+///
+/// Both have default implementations that change nothing, so an interceptor implements what it needs.
+///
+/// ```swift
+/// struct APIKey: RequestInterceptor {
+///     func adapt(_ request: HTTPRequest, context: InterceptorContext) async throws -> HTTPRequest {
+///         guard !context.isCrossOrigin else { return request }   // never hand the key to another host
+///         var request = request
+///         request.headerFields[HTTPField.Name("X-API-Key")!] = "secret"
+///         return request
+///     }
+/// }
+/// ```
+///
+/// An interceptor must not send its own request through the queue while adapting: adapting holds one of
+/// the queue's slots, and a full queue would wait for itself. Do network work in
+/// ``retry(_:after:attempt:)`` (the queue's slot is free by then), as ``BearerTokenAuthenticator`` does.
+///
+/// Headers an interceptor adds are not part of what is frozen to the outbox or stored in the cache key:
+/// a replay runs the interceptors again, with the credentials of that moment.
+public protocol RequestInterceptor: Sendable {
+    /// The request to send instead of `request`.
+    /// - Parameters:
+    ///   - request: The request as the previous interceptors left it: method, URL parts and header fields.
+    ///   - context: Which attempt and which redirect hop this is, and where the operation was going.
+    func adapt(_ request: HTTPRequest, context: InterceptorContext) async throws -> HTTPRequest
+
+    /// Whether to try again after a failed attempt.
+    /// - Parameters:
+    ///   - request: The request as it was last sent (adapted, after redirects).
+    ///   - failure: What went wrong; for an unacceptable status, ``NetworkError/response`` is the response.
+    ///   - attempt: The number of the attempt that failed: 1 for the first.
+    func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int) async -> RetryDecision
+
+    /// ``retry(_:after:attempt:)`` with the time since the first attempt began, for a policy with a
+    /// total time limit. This is what the pipeline calls; by default it calls ``retry(_:after:attempt:)``.
+    func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int, elapsed: Duration) async -> RetryDecision
+
+    /// Sees the head of every response, redirects and refusals included, before anything else is done
+    /// with it (a cookie jar stores `Set-Cookie` here). Interim (1xx) responses are not included.
+    /// - Parameters:
+    ///   - response: The status and header fields.
+    ///   - request: The request it answers, as sent.
+    ///   - context: Which attempt and redirect hop it answers.
+    func didReceive(_ response: HTTPResponse, for request: HTTPRequest, context: InterceptorContext) async
+}
+
+extension RequestInterceptor {
+    /// Sends the request unchanged.
+    public func adapt(_ request: HTTPRequest, context: InterceptorContext) async throws -> HTTPRequest { request }
+
+    /// Never retries.
+    public func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int) async -> RetryDecision { .doNotRetry }
+
+    /// Does nothing.
+    public func didReceive(_ response: HTTPResponse, for request: HTTPRequest, context: InterceptorContext) async {}
+
+    /// Calls ``retry(_:after:attempt:)``.
+    public func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int, elapsed: Duration) async -> RetryDecision {
+        await retry(request, after: failure, attempt: attempt)
+    }
+}
+
+/// What an interceptor decides about a failed attempt.
+public enum RetryDecision: Sendable {
+    /// Let the next interceptor decide; when none retries, the failure is the operation's.
+    case doNotRetry
+    /// Try the whole request again (from its original URL) after waiting this long, outside the queue's
+    /// slots.
+    case retry(after: Duration)
+    /// Stop here and fail the operation with this error instead (a token refresh that failed).
+    case fail(NetworkError)
+}
+
+/// Where a request stands when an interceptor adapts it.
+public struct InterceptorContext: Sendable {
+    /// 1 for the first attempt, 2 for the first retry, and so on.
+    public var attempt: Int
+    /// How many redirects were followed before this request: 0 for the request itself.
+    public var redirectCount: Int
+    /// The URL the operation asked for, before any redirect.
+    public var originalURL: URL
+    /// The URL this request goes to.
+    public var url: URL
+    /// Whether the request is a replay of a frozen request, sent from the outbox.
+    public var isReplay: Bool
+
+    /// Creates a context (for testing an interceptor on its own).
+    public init(attempt: Int = 1, redirectCount: Int = 0, originalURL: URL, url: URL? = nil, isReplay: Bool = false) {
+        self.attempt = attempt
+        self.redirectCount = redirectCount
+        self.originalURL = originalURL
+        self.url = url ?? originalURL
+        self.isReplay = isReplay
+    }
+
+    /// Whether a redirect took the request to another origin (scheme, host or port) than the one the
+    /// operation asked for. Credentials for the original origin must not be added then; the
+    /// authenticators that come with Courier add nothing to such a request.
+    public var isCrossOrigin: Bool { !Self.sameOrigin(url, originalURL) }
+
+    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
+            && effectivePort(a) == effectivePort(b)
+    }
+
+    private static func effectivePort(_ url: URL) -> Int? {
+        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil)
+    }
+}
