@@ -28,6 +28,8 @@ struct DownloadCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Give up when nothing arrives for this many seconds.", valueName: "seconds"))
     var timeout: Double?
 
+    @OptionGroup var pipeline: PipelineOptions
+
     func run() async throws {
         try await download()
     }
@@ -55,11 +57,14 @@ struct DownloadCommand: AsyncParsableCommand {
         let rate = try RequestOptions.limitRate(limitRate)
         if let timeout, !(timeout > 0 && timeout.isFinite) { throw CLIFailure.usage("--timeout must be a positive number of seconds") }
         let file = try destination()
-        let engine = NetworkEngine(baseURL: url, configuration: .init {
+        let (interceptors, jar) = try pipeline.interceptors(for: url)
+        let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
+            $0.interceptors = interceptors
+            $0.cookieJar = jar
             $0.dataDirectory = nil
             if let timeout { $0.timeouts.read = .milliseconds(Int64(timeout * 1000)) }
         }, queue: NetworkQueue())
-        let operation = engine.operation(url: url).download(to: file, resumable: true)
+        let operation = engine.operation(url: PipelineOptions.withoutUserInfo(url)).download(to: file, resumable: true)
         for field in fields { operation.appendHeader(field.value, forName: field.name.rawName) }
         operation.maximumBytesPerSecond = rate
         if !resume { try? FileManager.default.removeItem(at: ProgressBar.partialURL(for: file)) }
@@ -74,8 +79,10 @@ struct DownloadCommand: AsyncParsableCommand {
         let response: NetworkResponse
         do {
             response = try await engine.send(operation)
+            await jar?.waitUntilPersisted()
         } catch {
             bar.finish()
+            await jar?.waitUntilPersisted()
             if error.code == .cancelled {
                 await operation.waitForFiles()   // the bytes gathered so far, and the record that counts them
                 throw CLIFailure(exitCode: 130, message: "interrupted; run again with --continue to resume")

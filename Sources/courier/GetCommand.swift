@@ -15,6 +15,6 @@ struct GetCommand: AsyncParsableCommand {
 
     nonisolated func runGet() async throws {
         let engine = try options.makeEngine()
-        try await options.run(engine.operation(url: options.url), on: engine)
+        try await options.run(engine.operation(url: PipelineOptions.withoutUserInfo(options.url)), on: engine)
     }
 }

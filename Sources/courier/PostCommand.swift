@@ -55,7 +55,7 @@ struct PostCommand: AsyncParsableCommand {
             $0.dataDirectory = dataDirectory.url
             $0.replaysOutbox = false
         }
-        let operation = engine.operation(url: options.url, method: .post, body: body)
+        let operation = engine.operation(url: PipelineOptions.withoutUserInfo(options.url), method: .post, body: body)
         operation.isFreezable = freezable
         try await options.run(operation, on: engine)
     }

@@ -34,6 +34,8 @@ struct RequestOptions: ParsableArguments {
         valueName: "file"))
     var output: String?
 
+    @OptionGroup var pipeline: PipelineOptions
+
     /// `--pretty`, `--raw` or neither.
     var format: ResponsePrinter.Format { pretty ? .pretty : raw ? .raw : .automatic }
 
@@ -102,8 +104,11 @@ struct RequestOptions: ParsableArguments {
     /// An engine for this one request: every status is a response (the exit code tells them apart).
     func makeEngine(_ adjust: (inout NetworkEngine.Configuration) -> Void = { _ in }) throws -> NetworkEngine {
         try checkUsage()
+        let (interceptors, jar) = try pipeline.interceptors(for: url)
         let responseCache = (cache || cacheDir != nil) ? CacheCommand.openCache(cacheDir) : nil
         let configuration = NetworkEngine.Configuration {
+            $0.interceptors = interceptors
+            $0.cookieJar = jar
             $0.cache = responseCache
             $0.acceptableStatusCodes = Set(100..<600)
             if let timeout {
@@ -113,7 +118,7 @@ struct RequestOptions: ParsableArguments {
             }
             adjust(&$0)
         }
-        return NetworkEngine(baseURL: url, configuration: configuration, queue: NetworkQueue())
+        return NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: configuration, queue: NetworkQueue())
     }
 
     /// Whether `-o` streams the body to its file with the download machinery (constant memory, the
@@ -150,6 +155,7 @@ struct RequestOptions: ParsableArguments {
             }
             response = try await engine.send(operation)
         } catch {
+            await engine.configuration.cookieJar?.waitUntilPersisted()
             // A body that could not be written cancelled the operation: that is what went wrong.
             if let failure = writer?.failure { throw failure }
             throw CLIFailure(exitCode: 1, message: error.description)
@@ -157,8 +163,10 @@ struct RequestOptions: ParsableArguments {
         // Every byte written before anything is printed or the exit status chosen.
         await writer?.finish()
         if let failure = writer?.failure { throw failure }
-        // The cache writes to disk on its own queue: the process must not exit before it has.
+        // The cache and the cookie jar write to disk on their own queues: the process must not exit before
+        // they have.
         await engine.configuration.cache?.synchronize()
+        await engine.configuration.cookieJar?.waitUntilPersisted()
         try ResponsePrinter.print(
             response, includeHead: include, format: format, bodyFile: output.map { URL(fileURLWithPath: $0) },
             isBodyWritten: writer != nil)

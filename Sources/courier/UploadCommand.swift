@@ -23,6 +23,8 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A bandwidth limit in bytes per second (k, M suffixes allowed).", valueName: "rate"))
     var limitRate: String?
 
+    @OptionGroup var pipeline: PipelineOptions
+
     func run() async throws {
         try await upload()
     }
@@ -32,11 +34,14 @@ struct UploadCommand: AsyncParsableCommand {
         guard FileManager.default.isReadableFile(atPath: file) else { throw CLIFailure.usage("cannot read '\(file)'") }
         let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
         let rate = try RequestOptions.limitRate(limitRate)
-        let engine = NetworkEngine(baseURL: url, configuration: .init {
+        let (interceptors, jar) = try pipeline.interceptors(for: url)
+        let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
+            $0.interceptors = interceptors
+            $0.cookieJar = jar
             $0.dataDirectory = nil
             $0.acceptableStatusCodes = Set(100..<600)
         }, queue: NetworkQueue())
-        let operation = engine.operation(url: url, method: post ? .post : .put, body: .file(URL(fileURLWithPath: file)))
+        let operation = engine.operation(url: PipelineOptions.withoutUserInfo(url), method: post ? .post : .put, body: .file(URL(fileURLWithPath: file)))
         for field in fields { operation.appendHeader(field.value, forName: field.name.rawName) }
         operation.maximumBytesPerSecond = rate
         let bar = ProgressBar(toTerminal: StandardStream.standardError.isTerminal)
@@ -44,8 +49,10 @@ struct UploadCommand: AsyncParsableCommand {
         let response: NetworkResponse
         do {
             response = try await engine.send(operation)
+            await jar?.waitUntilPersisted()
         } catch {
             bar.finish()
+            await jar?.waitUntilPersisted()
             throw CLIFailure(exitCode: 1, message: error.description)
         }
         bar.finish()

@@ -13,7 +13,8 @@ public import HTTPTypes
 ///   one's result. A throwing adapter fails the operation with a ``NetworkError`` (its own, or
 ///   ``NetworkError/Code/interceptorFailed`` wrapping what it threw); nothing is sent.
 /// - ``retry(_:after:attempt:)`` when an attempt failed: a transport error (connection refused, lost,
-///   timed out) or a response whose status the engine does not accept. The first interceptor that does
+///   timed out) or a response with a status of 400 or more, even one the engine accepts (a 401 reaches
+///   the authenticators whatever the app does with statuses). The first interceptor that does
 ///   not answer ``RetryDecision/doNotRetry`` decides. A retried operation waits outside the queue's
 ///   slots, then takes its old place in line (before work enqueued after it).
 ///

@@ -221,7 +221,7 @@ extension NetworkQueue {
                 logger.debug("courier request failed", metadata: ["courier-error": "\(error.code)"])
             }
             if !request.interceptors.isEmpty, !Task.isCancelled,
-                let failure = Self.retryableFailure(result, acceptable: request.destination.acceptableStatusCodes)
+                let failure = Self.retryableFailure(result)
             {
                 let sent = lastSent.withLockedValue { $0 } ?? request
                 await retryOrFinish(flight, request: request, sent: sent, result: result, failure: failure, logger: logger)
@@ -232,14 +232,15 @@ extension NetworkQueue {
         handle.attach(Task(operation: work))
     }
 
-    /// What an interceptor is asked to retry: a failure, or a response with an error status the engine
-    /// does not accept (not a 304 or another answer the cache or the redirect rules deal with).
-    static func retryableFailure(_ result: Result<NetworkResponse, NetworkError>, acceptable: Set<Int>) -> NetworkError? {
+    /// What an interceptor is asked to retry: a failure, or a response with an error status (400 or
+    /// more), whether or not the engine accepts it (a 401 reaches the authenticators even when the app
+    /// takes every status); not a 304 or another answer the cache or the redirect rules deal with.
+    static func retryableFailure(_ result: Result<NetworkResponse, NetworkError>) -> NetworkError? {
         switch result {
         case .failure(let error):
             return error.code == .cancelled ? nil : error
         case .success(let response):
-            guard response.statusCode >= 400, !acceptable.contains(response.statusCode) else { return nil }
+            guard response.statusCode >= 400 else { return nil }
             return NetworkError(
                 .unacceptableStatus, "the server answered \(response.statusCode) \(response.status.reasonPhrase)",
                 url: response.url.absoluteString, response: response)
