@@ -11,12 +11,12 @@ public import HTTPTypes
 /// configuration.interceptors = [BasicAuthenticator(user: "ada", password: "secret")]
 /// ```
 public struct BasicAuthenticator: RequestInterceptor {
-    /// The credentials sent; `nil` to take them from each operation's URL (`https://user:password@host/`).
-    public var credentials: PasswordCredentials?
+    /// The credentials sent.
+    public var credentials: PasswordCredentials
 
-    /// Creates an authenticator for these credentials; without any, it sends the credentials of each
-    /// operation's URL userinfo (percent-decoded), as curl and browsers do, and nothing for a URL without.
-    public init(credentials: PasswordCredentials? = nil) {
+    /// Creates an authenticator for these credentials. (Credentials in an operation's URL need none:
+    /// ``NetworkEngine/operation(url:params:method:body:)`` sends them with Basic itself.)
+    public init(credentials: PasswordCredentials) {
         self.credentials = credentials
     }
 
@@ -27,9 +27,7 @@ public struct BasicAuthenticator: RequestInterceptor {
 
     /// Adds the `Authorization` field to requests for the operation's own origin.
     public func adapt(_ request: HTTPRequest, context: InterceptorContext) async throws -> HTTPRequest {
-        guard !context.isCrossOrigin, let credentials = credentials ?? PasswordCredentials(userInfoOf: context.originalURL) else {
-            return request
-        }
+        guard !context.isCrossOrigin else { return request }
         var request = request
         request.headerFields[.authorization] = try BasicAuthentication.authorization(for: credentials)
         return request

@@ -146,6 +146,11 @@ public final class NetworkEngine: Sendable {
     }
 
     /// Builds an operation for an absolute URL (an image on a CDN, a link from a response).
+    ///
+    /// Credentials in the URL (`https://user:password@host/`) become an `Authorization: Basic` field, as
+    /// curl and browsers send them, and leave the URL: the operation's URL, what the outbox keeps and what
+    /// logs show never hold the password (the field, like every credential, is masked in logs, dropped on
+    /// a redirect to another origin and not written to the outbox).
     /// - Parameters:
     ///   - url: An absolute http or https URL.
     ///   - params: Parameters, as for ``operation(path:params:method:body:)``.
@@ -156,14 +161,30 @@ public final class NetworkEngine: Sendable {
         url: String, params: [String: ParameterValue] = [:], method: HTTPRequest.Method = .get, body: RequestBody? = nil
     ) -> NetworkOperation {
         let valid: Result<String, NetworkError>
+        var credentials: PasswordCredentials?
         if let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
             parsed.host?.isEmpty == false
         {
-            valid = .success(url)
+            credentials = PasswordCredentials(userInfoOf: parsed)
+            if credentials != nil, var components = URLComponents(url: parsed, resolvingAgainstBaseURL: false) {
+                components.user = nil
+                components.password = nil
+                valid = .success(components.string ?? url)
+            } else {
+                valid = .success(url)
+            }
         } else {
             valid = .failure(NetworkError(.invalidURL, "not an absolute http(s) URL", url: url))
         }
-        return makeOperation(url: valid, fallback: url, params: params, method: method, body: body)
+        let operation = makeOperation(url: valid, fallback: (try? valid.get()) ?? url, params: params, method: method, body: body)
+        if let credentials {
+            do {
+                operation.setHeader(try BasicAuthentication.authorization(for: credentials), forName: "Authorization")
+            } catch {
+                operation.failInput(error)
+            }
+        }
+        return operation
     }
 
     private func makeOperation(

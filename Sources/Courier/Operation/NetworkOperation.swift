@@ -184,6 +184,12 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         return self
     }
 
+    /// Records bad input found after the operation was built (credentials in its URL that cannot be
+    /// sent): it fails with this error when enqueued, as with a malformed header.
+    func failInput(_ error: NetworkError) {
+        storage.withLockedValue { $0.headerError = $0.headerError ?? error }
+    }
+
     /// Adds a field line, keeping those of the same name already set: for fields that may repeat
     /// (`Accept`, `Cache-Control`, `Forwarded`, an API's own list fields). Validated as ``setHeader(_:forName:)``.
     /// ```swift
