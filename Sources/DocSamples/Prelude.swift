@@ -53,3 +53,6 @@ func render(_ response: NetworkResponse) {}
 func show(_ response: NetworkResponse) {}
 func show(_ error: NetworkError) {}
 func preload(_ links: [String]) {}
+let savedToken: String? = nil
+func refreshToken() async throws -> String { "token" }
+let dataFolder = URL(fileURLWithPath: "/tmp/courier-samples")

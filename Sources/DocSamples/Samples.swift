@@ -71,6 +71,17 @@ func sample_README_5() async throws {
 
 // README.md, sample 6
 func sample_README_6() async throws {
+    let auth = BearerTokenAuthenticator(token: savedToken) { _ in try await refreshToken() }
+    let api = NetworkEngine(baseURL: "https://api.example.com/v1", configuration: .init {
+        $0.interceptors = [RetryPolicy(maximumAttempts: 4), auth]
+        $0.cookieJar = CookieJar(persistingIn: dataFolder)
+    })
+    _ = auth
+    _ = api
+}
+
+// README.md, sample 7
+func sample_README_7() async throws {
     for await event in download.events {
         if case .downloadProgress(let p) = event { bar.progress = p.fractionCompleted ?? 0 }
     }
@@ -101,6 +112,15 @@ func sample_Caching_3() async throws {
         case .cached(let response), .fresh(let response): render(response)
         case .notModified: break        // what is on screen is current
         }
+    }
+}
+
+// Sources/Courier/Courier.docc/Cookies.md, sample 1
+func sample_Cookies_1() async throws {
+    func configureCookies(directory: URL) -> NetworkEngine.Configuration {
+        var configuration = NetworkEngine.Configuration()
+        configuration.cookieJar = CookieJar(persistingIn: directory)
+        return configuration
     }
 }
 
@@ -228,6 +248,36 @@ func sample_GettingStarted_5() async throws {
     let response = try await engine.send(engine.operation(path: "rates"))
     _ = op
     _ = response
+}
+
+// Sources/Courier/Courier.docc/Interceptors.md, sample 1
+func sample_Interceptors_1() async throws {
+    func configureInterceptors(engine: NetworkEngine) {
+        var configuration = NetworkEngine.Configuration()
+        configuration.interceptors = [RetryPolicy(maximumAttempts: 4), BasicAuthenticator(user: "ada", password: "secret")]
+        let upload = engine.operation(path: "/reports", method: .put, body: .text("…"))
+            .intercepted(by: RetryPolicy(maximumAttempts: 8))
+        engine.enqueue(upload)
+        _ = configuration
+    }
+}
+
+// Sources/Courier/Courier.docc/Interceptors.md, sample 2
+func sample_Interceptors_2() async throws {
+    struct Tokens: Decodable, Sendable {
+        var accessToken: String
+    }
+
+    func makeAuthenticatedEngine(savedToken: String?) -> NetworkEngine {
+        let login = NetworkEngine(baseURL: "https://auth.example.com")
+        let auth = BearerTokenAuthenticator(token: savedToken) { _ in
+            let refresh = login.operation(path: "/token", params: ["grant_type": "refresh_token"], method: .post)
+            return try await login.send(refresh).decode(Tokens.self).accessToken
+        }
+        var configuration = NetworkEngine.Configuration()
+        configuration.interceptors = [RetryPolicy(), auth]
+        return NetworkEngine(baseURL: "https://api.example.com/v1", configuration: configuration)
+    }
 }
 
 // Sources/Courier/Courier.docc/Operations.md, sample 1
