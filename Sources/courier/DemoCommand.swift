@@ -33,6 +33,7 @@ struct Demo {
             try await offlineOutbox()
             try await offlineCache()
             try await files(engine, server)
+            try await pipeline(server)
         } catch {
             try? await server.shutdown()
             throw error

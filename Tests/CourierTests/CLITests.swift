@@ -249,6 +249,8 @@ struct CLITests {
         #expect(demo.stdout.contains("3000289 of 3000289 bytes sent"))
         #expect(demo.stdout.contains("3145728 bytes on disk"))
         #expect(demo.stdout.contains("two identical downloads to two files: 1 request, both files written"))
+        #expect(demo.stdout.contains("10 requests with an expired token, refused with 401: 1 token refresh, 10 succeeded with the new token"))
+        #expect(demo.stdout.contains("a server answering 503 with Retry-After: 0: 3 attempts"))
         #expect(ContinuousClock.now - started < .seconds(45), "the demo must stay well under a minute")
     }
 }
