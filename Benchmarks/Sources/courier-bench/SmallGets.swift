@@ -23,6 +23,7 @@ enum SmallGets {
                 Contender("async-http-client (raw)") { try await rawAHC(urls, inFlight: inFlight) },
                 Contender("Courier (6 callers)") { try await courierCallers(urls, inFlight: inFlight) },
                 Contender("Courier (all enqueued)") { try await courier(urls, inFlight: inFlight) },
+                Contender("Courier + interceptors") { try await courier(urls, inFlight: inFlight, withPipeline: true) },
                 Contender("URLSession (Foundation)") { try await urlSession(urls, inFlight: inFlight) },
                 Contender("curl --parallel", unavailable: curl == nil ? "curl is not installed" : nil) {
                     try curlParallel(curl ?? "curl", urls, inFlight: inFlight)
@@ -58,9 +59,16 @@ enum SmallGets {
     }
 
     /// Courier as an app uses it: every operation enqueued on the shared queue, which keeps `inFlight` running.
-    static func courier(_ urls: [String], inFlight: Int) async throws -> Figures {
+    /// With `withPipeline`, through a typical pipeline: an in-memory cookie jar, a retry policy and a bearer
+    /// token (what each request pays for the interceptors; nothing is retried or refreshed).
+    static func courier(_ urls: [String], inFlight: Int, withPipeline: Bool = false) async throws -> Figures {
         NetworkQueue.shared.maximumConcurrentOperations = inFlight
-        let engine = NetworkEngine(baseURL: "http://127.0.0.1")
+        let engine = NetworkEngine(baseURL: "http://127.0.0.1", configuration: .init {
+            if withPipeline {
+                $0.cookieJar = CookieJar()
+                $0.interceptors = [RetryPolicy(), BearerTokenAuthenticator(token: "bench-token") { _ in "bench-token" }]
+            }
+        })
         return try await measure(urls.count) {
             let operations = urls.map { engine.operation(url: $0) }
             for operation in operations { engine.enqueue(operation) }
