@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import HTTPTypes
 
 /// Sends `Authorization: Basic` (RFC 7617) with every request to the operation's own origin, from the
@@ -23,6 +23,12 @@ public struct BasicAuthenticator: RequestInterceptor {
     /// Creates an authenticator for a user and password.
     public init(user: String, password: String) {
         self.init(credentials: PasswordCredentials(user: user, password: password))
+    }
+
+    /// The credentials, for the cache's partition.
+    public func cacheCredentials(for url: URL) -> HTTPFields {
+        guard let value = try? BasicAuthentication.authorization(for: credentials) else { return [:] }
+        return [.authorization: value]
     }
 
     /// Adds the `Authorization` field to requests for the operation's own origin.

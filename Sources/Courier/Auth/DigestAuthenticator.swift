@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import HTTPTypes
 import NIOConcurrencyHelpers
 
@@ -36,6 +36,12 @@ public final class DigestAuthenticator: RequestInterceptor {
         self.init(credentials: PasswordCredentials(user: user, password: password))
     }
 
+    /// The user and a digest of the password, for the cache's partition (the header itself changes with
+    /// every nonce).
+    public func cacheCredentials(for url: URL) -> HTTPFields {
+        [.authorization: "Digest " + Digests.sha256Hex(Data("\(credentials.user):\(credentials.password)".utf8))]
+    }
+
     /// Answers the origin's last challenge, when there is one.
     public func adapt(_ request: HTTPRequest, context: InterceptorContext) async throws -> HTTPRequest {
         guard !context.isCrossOrigin, let origin = Self.origin(of: context.url) else { return request }
@@ -56,7 +62,9 @@ public final class DigestAuthenticator: RequestInterceptor {
     /// On a 401 with a Digest challenge: retries with the answer, unless the credentials just sent were
     /// refused.
     public func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int) async -> RetryDecision {
-        guard let response = failure.response, response.statusCode == 401, let url = request.url,
+        // Three attempts at most: without credentials, with them, and once more for a stale nonce (a
+        // 401 from another origin, which gets no credentials, cannot make it loop).
+        guard attempt <= 3, let response = failure.response, response.statusCode == 401, let url = request.url,
             let origin = Self.origin(of: url), origin == Self.origin(of: response.url)
         else { return .doNotRetry }
         let offered = AuthenticationChallenge.challenges(in: response.headers).filter { $0.scheme == "digest" }

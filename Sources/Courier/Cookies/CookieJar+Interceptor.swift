@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import HTTPTypes
 
 /// A jar is an interceptor: give it to engines (``NetworkEngine/Configuration/cookieJar``) and it sends
@@ -16,6 +16,15 @@ extension CookieJar: RequestInterceptor {
             request.headerFields[.cookie] = header
         }
         return request
+    }
+
+    /// The cookies a request for `url` would carry, for the cache's partition (without counting them as
+    /// used). Before a persisted jar has read its file, a value no other lookup has: a miss, never another
+    /// user's response.
+    public func cacheCredentials(for url: URL) -> HTTPFields {
+        guard let cookies = loadedCookies(for: url) else { return [.cookie: "unloaded-\(UUID().uuidString)"] }
+        guard !cookies.isEmpty else { return [:] }
+        return [.cookie: cookies.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")]
     }
 
     /// Stores the response's `Set-Cookie` fields for the URL that answered.

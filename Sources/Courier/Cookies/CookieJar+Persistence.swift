@@ -80,3 +80,14 @@ extension CookieJar {
         writePending()
     }
 }
+
+extension CookieJar {
+    /// The cookies a request to `url` would carry, without waiting and without counting them as used;
+    /// `nil` while a persisted jar has not read its file yet.
+    func loadedCookies(for url: URL) -> [Cookie]? {
+        let now = clock()
+        return state.withLockedValue { state in
+            state.beforeLoad == nil ? state.storage.peekCookies(for: url, now: now) : nil
+        }
+    }
+}

@@ -45,7 +45,7 @@ extension NetworkOperation {
             return (storage.headers, storage.cache.policy ?? context.configuration.cachePolicy)
         }
         // The credentials of this moment choose the partition (the provider is asked outside the lock).
-        let credentials = currentCredentials()
+        let credentials = currentCredentials().replacing(with: interceptorCacheCredentials(for: url))
         let request = CacheLookup.Request(
             method: method, url: url, headers: headers,
             credentialPartition: Self.credentialPartition(of: headers.replacing(with: credentials), names: context.sensitiveNames(with: credentials)))
@@ -167,6 +167,11 @@ extension NetworkOperation {
                 context.configuration.logger.debug("courier response not stored", metadata: [
                     "courier-url": "\(response.url.redactedForLogs)", "courier-reason": "206 body does not match its Content-Range",
                 ])
+            case .storable where state.credentialsUndeclared:
+                context.configuration.logger.debug("courier response not stored", metadata: [
+                    "courier-url": "\(response.url.redactedForLogs)",
+                    "courier-reason": "the request carried credentials no interceptor declared (RequestInterceptor.cacheCredentials)",
+                ])
             case .storable:
                 let new = entry(for: response, requestHeaders: headers, requestTime: requestTime, now: now, names: names)
                 if let stored = partialToStore(new, matching: state.matching) { cache.store(stored) }
@@ -252,7 +257,7 @@ extension NetworkOperation {
                 url: response.url.absoluteString, response: response))
         }
         if case .storable = CacheStorability.verdict(requestMethod: method, requestHeaders: requestHeaders, status: .ok, responseHeaders: combined.headers) {
-            cache.store(combined)
+            if !storage.withLockedValue({ $0.cache.credentialsUndeclared }) { cache.store(combined) }
         }
         cache.record(.miss)
         var whole = NetworkResponse(status: .ok, headers: combined.headers, body: combined.body, url: response.url, originalURL: response.originalURL)
@@ -289,6 +294,7 @@ extension NetworkOperation {
         else { return }
         var stored = response
         stored.url = target
+        guard !storage.withLockedValue({ $0.cache.credentialsUndeclared }) else { return }
         cache.store(entry(for: stored, requestHeaders: requestHeaders, requestTime: requestTime, now: now, names: names))
     }
 

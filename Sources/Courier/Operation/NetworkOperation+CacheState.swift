@@ -25,5 +25,8 @@ extension NetworkOperation {
         var deliveredCached = false
         /// When the request was made, by the cache's clock.
         var requestTime: Date?
+        /// Whether the request went out with credentials no interceptor declared: its response is not
+        /// stored (it could not be kept apart from another user's).
+        var credentialsUndeclared = false
     }
 }

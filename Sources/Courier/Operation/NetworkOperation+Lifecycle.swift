@@ -93,7 +93,8 @@ extension NetworkOperation {
             prepared.destination.maximumFileSize = context.configuration.maximumDownloadSize
             prepared.reportsInformational = !storage.handlers.informational.isEmpty
             prepared.interceptors = InterceptorChain(
-                interceptors: context.configuration.pipeline + storage.interceptors, isReplay: storage.isReplay)
+                interceptors: context.configuration.pipeline + storage.interceptors, isReplay: storage.isReplay,
+                engineOrigin: context.connectivity.origin)
             storage.prepared = prepared
             return prepared
         }
@@ -212,9 +213,18 @@ extension NetworkOperation {
     /// - Parameter sent: The request the flight sent (with the credentials it carried), if it went out.
     func queueDidFinish(_ result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil) {
         if let sent {
+            // The interceptors' credentials are not in the request the cache sees: their declarations
+            // stand for them in its partition, and a request that carried others is not stored.
+            let declared = requestURL.map(interceptorCacheCredentials(for:)) ?? [:]
+            let known = sent.headers.replacing(with: declared)
+            let names = sent.sensitiveNames.union(declared.map(\.name.canonicalName))
+            let undeclared = sent.adaptedHeaders.map {
+                Self.carriesUndeclaredCredentials(adapted: $0, known: known, names: names)
+            } ?? false
             storage.withLockedValue { storage in
-                storage.sentHeaders = sent.headers
-                storage.sentSensitiveNames = sent.sensitiveNames
+                storage.sentHeaders = known
+                storage.sentSensitiveNames = names
+                storage.cache.credentialsUndeclared = undeclared
             }
         }
         switch result {

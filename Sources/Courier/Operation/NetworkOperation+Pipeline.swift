@@ -1,3 +1,6 @@
+import Foundation
+import HTTPTypes
+
 extension NetworkOperation {
     /// Adds interceptors of this operation's own; they run after the engine's
     /// (``NetworkEngine/Configuration/interceptors``), in the order added. Ignored once the operation
@@ -22,4 +25,23 @@ extension NetworkOperation {
 
     /// Whether the operation has interceptors of its own.
     var hasOwnInterceptors: Bool { storage.withLockedValue { !$0.interceptors.isEmpty } }
+
+    /// What the interceptors declare they would add for `url` now (``RequestInterceptor/cacheCredentials(for:)``),
+    /// merged; asked outside any lock.
+    func interceptorCacheCredentials(for url: URL) -> HTTPFields {
+        let interceptors = context.configuration.pipeline + storage.withLockedValue { $0.interceptors }
+        var fields = HTTPFields()
+        for interceptor in interceptors { fields = fields.replacing(with: interceptor.cacheCredentials(for: url)) }
+        return fields
+    }
+
+    /// Whether the request as sent carried credentials (sensitive fields) that neither the operation's
+    /// own headers, its engine's credential provider nor an interceptor's declaration account for.
+    static func carriesUndeclaredCredentials(adapted: HTTPFields, known: HTTPFields, names: Set<String>) -> Bool {
+        let lowercased = Set(names.map { $0.lowercased() })
+        func sensitive(_ fields: HTTPFields) -> Set<String> {
+            Set(fields.map { $0.name.canonicalName.lowercased() }.filter { lowercased.contains($0) })
+        }
+        return !sensitive(adapted).subtracting(sensitive(known)).isEmpty
+    }
 }

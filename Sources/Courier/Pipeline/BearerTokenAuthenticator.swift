@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import HTTPTypes
 import NIOConcurrencyHelpers
 
@@ -67,6 +67,12 @@ public final class BearerTokenAuthenticator: RequestInterceptor {
         return request
     }
 
+    /// The current token, for the cache's partition.
+    public func cacheCredentials(for url: URL) -> HTTPFields {
+        guard let token else { return [:] }
+        return [.authorization: "Bearer " + token]
+    }
+
     /// Decides with no time spent so far.
     public func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int) async -> RetryDecision {
         await retry(request, after: failure, attempt: attempt, elapsed: .zero)
@@ -77,6 +83,9 @@ public final class BearerTokenAuthenticator: RequestInterceptor {
     public func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int, elapsed: Duration) async -> RetryDecision {
         guard failure.response?.statusCode == 401 else { return .doNotRetry }
         let sent = Self.bearerToken(in: request)
+        // A request that went without the token while there is one was not this authenticator's (another
+        // origin, after a redirect or an absolute URL): its 401 is not about the token.
+        if sent == nil, token != nil { return .doNotRetry }
         let now = ContinuousClock.now
         let startedAt = now - elapsed
         let url = failure.url

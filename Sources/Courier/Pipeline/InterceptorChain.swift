@@ -10,6 +10,14 @@ struct InterceptorChain: Sendable {
     var interceptors: [any RequestInterceptor] = []
     /// Whether the request is a replay from the outbox.
     var isReplay = false
+    /// The engine's origin (`scheme://host:port`), when it has a host: credentials stay with it.
+    var engineOrigin: String?
+
+    func context(attempt: Int, redirectCount: Int, originalURL: URL, url: URL) -> InterceptorContext {
+        var context = InterceptorContext(attempt: attempt, redirectCount: redirectCount, originalURL: originalURL, url: url, isReplay: isReplay)
+        context.engineOrigin = engineOrigin
+        return context
+    }
 
     var isEmpty: Bool { interceptors.isEmpty }
 
@@ -18,8 +26,7 @@ struct InterceptorChain: Sendable {
     func adapt(_ request: PreparedRequest, attempt: Int, redirectCount: Int, originalURL: URL) async throws -> PreparedRequest {
         guard !interceptors.isEmpty else { return request }
         var message = HTTPRequest(method: request.method, url: request.url, headerFields: request.headers)
-        let context = InterceptorContext(
-            attempt: attempt, redirectCount: redirectCount, originalURL: originalURL, url: request.url, isReplay: isReplay)
+        let context = context(attempt: attempt, redirectCount: redirectCount, originalURL: originalURL, url: request.url)
         for interceptor in interceptors {
             do {
                 message = try await interceptor.adapt(message, context: context)
@@ -51,8 +58,7 @@ struct InterceptorChain: Sendable {
         guard !interceptors.isEmpty else { return }
         let message = HTTPRequest(method: request.method, url: request.url, headerFields: request.headers)
         let response = HTTPResponse(status: status, headerFields: headers)
-        let context = InterceptorContext(
-            attempt: attempt, redirectCount: redirectCount, originalURL: originalURL, url: request.url, isReplay: isReplay)
+        let context = context(attempt: attempt, redirectCount: redirectCount, originalURL: originalURL, url: request.url)
         for interceptor in interceptors { await interceptor.didReceive(response, for: message, context: context) }
     }
 

@@ -62,6 +62,16 @@ public protocol RequestInterceptor: Sendable {
     ///   - request: The request it answers, as sent.
     ///   - context: Which attempt and redirect hop it answers.
     func didReceive(_ response: HTTPResponse, for request: HTTPRequest, context: InterceptorContext) async
+
+    /// The credentials this interceptor would add to a request for `url` now, as header fields (or any
+    /// stable fields that tell one user from another: they are only hashed, never sent or stored).
+    ///
+    /// The cache looks a response up before any interceptor has run, and keeps each user's responses
+    /// apart by their credentials: an interceptor that adds credentials declares them here, so that
+    /// one user's response is never served to another. The default declares none. A response to a
+    /// request that carried credentials (`Authorization`, `Cookie`, or another sensitive field) that no
+    /// interceptor declared and the operation did not set itself is not stored.
+    func cacheCredentials(for url: URL) -> HTTPFields
 }
 
 extension RequestInterceptor {
@@ -70,6 +80,9 @@ extension RequestInterceptor {
 
     /// Never retries.
     public func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int) async -> RetryDecision { .doNotRetry }
+
+    /// Declares none.
+    public func cacheCredentials(for url: URL) -> HTTPFields { [:] }
 
     /// Does nothing.
     public func didReceive(_ response: HTTPResponse, for request: HTTPRequest, context: InterceptorContext) async {}
@@ -103,6 +116,8 @@ public struct InterceptorContext: Sendable {
     public var url: URL
     /// Whether the request is a replay of a frozen request, sent from the outbox.
     public var isReplay: Bool
+    /// The engine's origin (`scheme://host:port`), when it has a host.
+    var engineOrigin: String?
 
     /// Creates a context (for testing an interceptor on its own).
     public init(attempt: Int = 1, redirectCount: Int = 0, originalURL: URL, url: URL? = nil, isReplay: Bool = false) {
@@ -113,10 +128,14 @@ public struct InterceptorContext: Sendable {
         self.isReplay = isReplay
     }
 
-    /// Whether a redirect took the request to another origin (scheme, host or port) than the one the
-    /// operation asked for. Credentials for the original origin must not be added then; the
+    /// Whether the request goes to another origin (scheme, host or port) than its engine's: an absolute
+    /// URL elsewhere (a CDN link) or a redirect away. (For an engine without a host of its own, another
+    /// origin than the operation's URL.) Credentials for the engine's host must not be added then; the
     /// authenticators that come with Courier add nothing to such a request.
-    public var isCrossOrigin: Bool { !Self.sameOrigin(url, originalURL) }
+    public var isCrossOrigin: Bool {
+        if let engineOrigin { return OutboxRecord.origin(of: url) != engineOrigin }
+        return !Self.sameOrigin(url, originalURL)
+    }
 
     static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
         a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()

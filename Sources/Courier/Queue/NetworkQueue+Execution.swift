@@ -128,6 +128,10 @@ extension NetworkQueue {
         effects.cancelFlights = action.cancelFlights.compactMap { state.flights[$0] }
         effects.cancelled = action.cancelled.compactMap { state.operations.removeValue(forKey: $0) }
         effects.deliver = action.deliver.compactMap { state.operations.removeValue(forKey: $0) }
+        // A retried flight cancelled while it waited for its slot again leaves no attempt count behind.
+        if !state.attempts.isEmpty, !action.cancelled.isEmpty {
+            state.attempts = state.attempts.filter { state.machine.hasFlight($0.key) }
+        }
         if let count = action.activity {
             for stream in state.activityStreams.values { stream.yield(count) }
             if let handler = state.activityHandler { notificationQueue.async { handler(count) } }
@@ -220,14 +224,19 @@ extension NetworkQueue {
             case .failure(let error):
                 logger.debug("courier request failed", metadata: ["courier-error": "\(error.code)"])
             }
-            if !request.interceptors.isEmpty, !Task.isCancelled,
+            // Not retried: a body stream's consumer already had the first attempt's bytes (and its end), and
+            // a one-shot request body is gone.
+            if !request.interceptors.isEmpty, !Task.isCancelled, request.destination.channel == nil,
+                request.bodySource?.isReplayable ?? true,
                 let failure = Self.retryableFailure(result)
             {
                 let sent = lastSent.withLockedValue { $0 } ?? request
                 await retryOrFinish(flight, request: request, sent: sent, result: result, failure: failure, logger: logger)
                 return
             }
-            flightFinished(flight, result: result, sent: request, copies: copies.withLockedValue { $0 })
+            var sent = request
+            sent.adaptedHeaders = request.interceptors.isEmpty ? nil : lastSent.withLockedValue { $0 }?.headers
+            flightFinished(flight, result: result, sent: sent, copies: copies.withLockedValue { $0 })
         }
         handle.attach(Task(operation: work))
     }
@@ -257,9 +266,11 @@ extension NetworkQueue {
             guard let action = state.machine.suspendFlight(flight) else { return nil }
             return makeEffects(of: action, in: &state)
         }
+        var finished = request
+        finished.adaptedHeaders = sent.headers
         guard let suspended else {
             // Its last subscriber left as it ended: it finishes as any flight does.
-            return flightFinished(flight, result: result, sent: request)
+            return flightFinished(flight, result: result, sent: finished)
         }
         perform(suspended, result: nil)
         var outcome = result
@@ -277,6 +288,8 @@ extension NetworkQueue {
             if !Task.isCancelled {
                 let effects = state.withLockedValue { state -> Effects? in
                     guard state.machine.hasFlight(flight) else { return nil }
+                    // The flight waits for a slot with no task: its next start makes a new handle.
+                    state.flights[flight] = nil
                     state.attempts[flight] = (request.attempt + 1, request.firstAttemptAt ?? .now)
                     return makeEffects(of: state.machine.requeueFlight(flight), in: &state)
                 }
@@ -292,7 +305,7 @@ extension NetworkQueue {
             state.attempts[flight] = nil
             return makeEffects(of: state.machine.finishSuspendedFlight(flight), in: &state)
         }
-        perform(effects, result: outcome, sent: request)
+        perform(effects, result: outcome, sent: finished)
     }
 
     private func forEachSubscriber(of flight: FlightID, _ body: (NetworkOperation) -> Void) {

@@ -31,4 +31,6 @@ struct PreparedRequest: Sendable {
     var attempt = 1
     /// When the first attempt began (for retry policies with a total time).
     var firstAttemptAt: ContinuousClock.Instant?
+    /// The header fields of the last hop as the interceptors left them (set when the flight ends).
+    var adaptedHeaders: HTTPFields?
 }
