@@ -3,6 +3,7 @@
 // swiftlint:disable all
 import Courier
 import Foundation
+import Logging
 
 // README.md, sample 1
 func sample_README_1() async throws {
@@ -228,6 +229,24 @@ func sample_GettingStarted_5() async throws {
     let response = try await engine.send(engine.operation(path: "rates"))
     _ = op
     _ = response
+}
+
+// Sources/Courier/Courier.docc/Monitoring.md, sample 1
+func sample_Monitoring_1() async throws {
+
+    struct Timings: EventMonitor {
+        func operation(_ operation: NetworkOperation, didFinish result: Result<NetworkResponse, NetworkError>, metrics: OperationMetrics) {
+            print(operation.method, metrics.queuedDuration ?? .zero, metrics.timeToFirstByte ?? .zero, metrics.totalDuration)
+        }
+    }
+
+    var logger = Logger(label: "api")
+    logger.logLevel = .debug
+    let engine = NetworkEngine(host: "api.example.com", configuration: .init {
+        $0.eventMonitors = [LoggingEventMonitor(logger: logger), Timings()]
+    })
+    _ = logger
+    _ = engine
 }
 
 // Sources/Courier/Courier.docc/Operations.md, sample 1
