@@ -28,6 +28,9 @@ struct DownloadCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Give up when nothing arrives for this many seconds.", valueName: "seconds"))
     var timeout: Double?
 
+    @Flag(name: [.customShort("v"), .long], help: "Print the request and response heads on standard error, credentials masked.")
+    var verbose = false
+
     func run() async throws {
         try await download()
     }
@@ -55,9 +58,11 @@ struct DownloadCommand: AsyncParsableCommand {
         let rate = try RequestOptions.limitRate(limitRate)
         if let timeout, !(timeout > 0 && timeout.isFinite) { throw CLIFailure.usage("--timeout must be a positive number of seconds") }
         let file = try destination()
+        let verboseOutput = verbose ? VerboseOutput() : nil
         let engine = NetworkEngine(baseURL: url, configuration: .init {
             $0.dataDirectory = nil
             if let timeout { $0.timeouts.read = .milliseconds(Int64(timeout * 1000)) }
+            if let verboseOutput { $0.eventMonitors = verboseOutput.monitors() }
         }, queue: NetworkQueue())
         let operation = engine.operation(url: url).download(to: file, resumable: true)
         for field in fields { operation.appendHeader(field.value, forName: field.name.rawName) }
@@ -74,7 +79,9 @@ struct DownloadCommand: AsyncParsableCommand {
         let response: NetworkResponse
         do {
             response = try await engine.send(operation)
+            await verboseOutput?.waitUntilWritten(operation)
         } catch {
+            await verboseOutput?.waitUntilWritten(operation)
             bar.finish()
             if error.code == .cancelled {
                 await operation.waitForFiles()   // the bytes gathered so far, and the record that counts them
