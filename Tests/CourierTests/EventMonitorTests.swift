@@ -273,4 +273,35 @@ struct EventMonitorTests {
         #expect(tape.events(of: a) == ["enqueued", "start GET /v1/same", "head 200", "finished 200"])
         #expect(tape.events(of: b) == tape.events(of: a))
     }
+
+    @Test func aRevalidatedRedirectedRetriedRequestInOneSequence() async throws {
+        let tape = Tape()
+        let stage = Counter()   // 0: first fetch of /old; then /old moved, /new fails once, then answers 304
+        let transport = FakeTransport { request in
+            let headers: HTTPFields = [.cacheControl: "no-cache", .eTag: "\"v1\"", .contentType: "text/plain"]
+            if stage.count() == 0 { return FakeTransport.reply(status: 200, headers: headers, body: "v1") }
+            if request.url.path == "/v1/old" { return FakeTransport.reply(status: 302, headers: [.location: "/v1/new"], body: "") }
+            stage.hit("new")
+            if stage.count("new") == 1 { return FakeTransport.reply(status: 503) }
+            #expect(request.headers[.ifNoneMatch] == "\"v1\"", "the cache's validator follows the redirect")
+            return FakeTransport.reply(status: 304, headers: headers, data: Data())
+        }
+        let engine = NetworkEngine.fake(transport) {
+            $0.eventMonitors = [tape]
+            $0.cache = ResponseCache(directory: nil)
+            $0.interceptors = [RetryOnce()]
+        }
+        _ = try await engine.send(engine.operation(path: "/old"))
+        stage.hit()
+        let op = engine.operation(path: "/old")
+        #expect(try await engine.send(op).string == "v1")
+        await settle(engine)
+        #expect(tape.events(of: op) == [
+            "enqueued", "cache revalidate",
+            "start GET /v1/old", "head 302", "redirect /v1/new", "start GET /v1/new", "head 503",
+            "retry 2 after 0.001 seconds unacceptableStatus 503",
+            "start GET /v1/old", "head 302", "redirect /v1/new", "start GET /v1/new", "head 304",
+            "finished 200 revalidated",
+        ])
+    }
 }
