@@ -66,6 +66,7 @@ let package = Package(
                 "CourierTestServer",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -80,7 +81,7 @@ let package = Package(
         // Samples.swift; CI checks it matches the documents): a sample that stops compiling breaks the build.
         .target(
             name: "DocSamples",
-            dependencies: ["Courier"],
+            dependencies: ["Courier", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

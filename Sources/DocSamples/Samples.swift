@@ -3,6 +3,7 @@
 // swiftlint:disable all
 import Courier
 import Foundation
+import Logging
 
 // README.md, sample 1
 func sample_README_1() async throws {
@@ -278,6 +279,24 @@ func sample_Interceptors_2() async throws {
         configuration.interceptors = [RetryPolicy(), auth]
         return NetworkEngine(baseURL: "https://api.example.com/v1", configuration: configuration)
     }
+}
+
+// Sources/Courier/Courier.docc/Monitoring.md, sample 1
+func sample_Monitoring_1() async throws {
+
+    struct Timings: EventMonitor {
+        func operation(_ operation: NetworkOperation, didFinish result: Result<NetworkResponse, NetworkError>, metrics: OperationMetrics) {
+            print(operation.method, metrics.queuedDuration ?? .zero, metrics.timeToFirstByte ?? .zero, metrics.totalDuration)
+        }
+    }
+
+    var logger = Logger(label: "api")
+    logger.logLevel = .debug
+    let engine = NetworkEngine(host: "api.example.com", configuration: .init {
+        $0.eventMonitors = [LoggingEventMonitor(logger: logger), Timings()]
+    })
+    _ = logger
+    _ = engine
 }
 
 // Sources/Courier/Courier.docc/Operations.md, sample 1

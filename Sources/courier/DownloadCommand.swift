@@ -30,6 +30,9 @@ struct DownloadCommand: AsyncParsableCommand {
 
     @OptionGroup var pipeline: PipelineOptions
 
+    @Flag(name: [.customShort("v"), .long], help: "Print the request and response heads on standard error, credentials masked.")
+    var verbose = false
+
     func run() async throws {
         try await download()
     }
@@ -57,12 +60,14 @@ struct DownloadCommand: AsyncParsableCommand {
         let rate = try RequestOptions.limitRate(limitRate)
         if let timeout, !(timeout > 0 && timeout.isFinite) { throw CLIFailure.usage("--timeout must be a positive number of seconds") }
         let file = try destination()
+        let verboseOutput = verbose ? VerboseOutput() : nil
         let (interceptors, jar) = try pipeline.interceptors(for: url)
         let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
             $0.interceptors = interceptors
             $0.cookieJar = jar
             $0.dataDirectory = nil
             if let timeout { $0.timeouts.read = .milliseconds(Int64(timeout * 1000)) }
+            if let verboseOutput { $0.eventMonitors = verboseOutput.monitors() }
         }, queue: NetworkQueue())
         let operation = engine.operation(url: PipelineOptions.withoutUserInfo(url)).download(to: file, resumable: true)
         for field in fields { operation.appendHeader(field.value, forName: field.name.rawName) }
@@ -80,7 +85,9 @@ struct DownloadCommand: AsyncParsableCommand {
         do {
             response = try await engine.send(operation)
             await jar?.waitUntilPersisted()
+            await verboseOutput?.waitUntilWritten(operation)
         } catch {
+            await verboseOutput?.waitUntilWritten(operation)
             bar.finish()
             await jar?.waitUntilPersisted()
             if error.code == .cancelled {

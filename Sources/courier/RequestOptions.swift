@@ -22,6 +22,9 @@ struct RequestOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The cache directory (implies --cache; default: the platform cache directory).", valueName: "dir"))
     var cacheDir: String?
 
+    @Flag(name: [.customShort("v"), .long], help: "Print the request and response heads on standard error, credentials masked.")
+    var verbose = false
+
     @Flag(help: "Pretty-print JSON (and end text with a newline) even when standard output is not a terminal.")
     var pretty = false
 
@@ -116,6 +119,7 @@ struct RequestOptions: ParsableArguments {
                 $0.timeouts.read = .milliseconds(Int64(timeout * 1000))
                 $0.timeouts.connect = .milliseconds(Int64(min(timeout, 10) * 1000))
             }
+            if verbose { $0.eventMonitors = VerboseOutput().monitors() }
             adjust(&$0)
         }
         return NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: configuration, queue: NetworkQueue())
@@ -140,6 +144,8 @@ struct RequestOptions: ParsableArguments {
             }
         }
         let response: NetworkResponse
+        // With --verbose, the heads are written (by the engine's monitors) before anything else is printed.
+        let verbose = engine.configuration.eventMonitors.lazy.compactMap { $0 as? VerboseOutput }.first
         do {
             if operation.isFreezable {
                 // Frozen is an answer of its own: print the entry's id and stop (the outbox replays it later).
@@ -154,7 +160,9 @@ struct RequestOptions: ParsableArguments {
                 }
             }
             response = try await engine.send(operation)
+            await verbose?.waitUntilWritten(operation)
         } catch {
+            await verbose?.waitUntilWritten(operation)
             await engine.configuration.cookieJar?.waitUntilPersisted()
             // A body that could not be written cancelled the operation: that is what went wrong.
             if let failure = writer?.failure { throw failure }

@@ -87,6 +87,14 @@ extension NetworkEngine {
         /// configuration.interceptors = [RetryPolicy(), BearerTokenAuthenticator(token: saved) { try await refresh() }]
         /// ```
         public var interceptors: [any RequestInterceptor] = []
+        /// Observers of everything that happens to the engine's operations (enqueued, started, redirected,
+        /// retried, answered from the cache, frozen, finished with timings), called in this order for each
+        /// event, off the caller's thread and never under a lock. Empty by default, which costs nothing.
+        /// See ``EventMonitor``; Courier ships ``LoggingEventMonitor``.
+        /// ```swift
+        /// configuration.eventMonitors = [LoggingEventMonitor(logger: Logger(label: "api"))]
+        /// ```
+        public var eventMonitors: [any EventMonitor] = []
         /// The cookie jar the engine sends cookies from and stores them in (RFC 6265), or `nil` (the
         /// default) for none. Several engines may share one jar. It runs before ``interceptors``.
         public var cookieJar: CookieJar?

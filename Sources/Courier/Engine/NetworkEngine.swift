@@ -107,9 +107,11 @@ public final class NetworkEngine: Sendable {
         let baseURL = (try? composer.get()).flatMap { URL(string: $0.baseURLString) }
         let connectivity = EngineConnectivity(engineID: id, queue: queue, baseURL: baseURL, configuration: configuration)
         let executor = RequestExecutor(transport: transport)
+        // One hub for the engine's operations and its replays: one serial queue of monitor calls.
+        let monitors = EventMonitorHub.make(configuration.eventMonitors)
         let context = OperationContext(
             engineID: id, queue: queue, executor: executor, configuration: configuration, connectivity: connectivity,
-            defaultHeaders: fields)
+            defaultHeaders: fields, monitors: monitors)
         self.context = context
         // Replays are built with the connectivity they are handed (it keeps no reference to itself), so
         // it goes away once neither the engine nor any of its operations needs it.
@@ -117,7 +119,7 @@ public final class NetworkEngine: Sendable {
         connectivity.start { record, connectivity in
             NetworkOperation.replay(of: record, context: OperationContext(
                 engineID: engineID, queue: queue, executor: executor, configuration: configuration, connectivity: connectivity,
-                defaultHeaders: engineDefaults))
+                defaultHeaders: engineDefaults, monitors: monitors))
         }
     }
 

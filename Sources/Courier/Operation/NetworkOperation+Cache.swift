@@ -53,6 +53,7 @@ extension NetworkOperation {
         let decision = CacheLookup.decide(request, candidates: candidates, now: now, policy: policy.lookupPolicy)
         let matching = CacheLookup.matching(request, from: candidates)
         storage.withLockedValue { $0.cache.matching = matching }
+        monitorCacheLookup(decision)
         if policy == .cachedThenFresh, cachedThenFresh(decision, cache: cache, headers: headers) { return false }
         switch decision {
         case .fresh(let entry, let age, let omitBody):

@@ -191,6 +191,7 @@ extension NetworkOperation {
                 }
             }
             for stream in storage.streams.values { stream.yield(.frozen(entry)) }
+            emit { monitor, operation in monitor.operation(operation, didFreeze: entry) }
             return true
         }
         guard frozen else {

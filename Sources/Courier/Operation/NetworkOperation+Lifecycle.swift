@@ -18,8 +18,10 @@ extension NetworkOperation {
             switch action {
             case .submit:
                 dispatchStateChange(.waiting, in: storage)
+                monitorEnqueue(in: &storage)
                 return (action, storage.dependencies, [] as [Observer])
             case .finished:
+                monitorEnqueue(in: &storage)
                 return (action, [], publishOutcome(&storage))
             case .none:
                 return (action, [], [])
@@ -92,6 +94,7 @@ extension NetworkOperation {
                 acceptableStatusCodes: context.configuration.acceptableStatusCodes, queueThrottle: context.queue.throttle)
             prepared.destination.maximumFileSize = context.configuration.maximumDownloadSize
             prepared.reportsInformational = !storage.handlers.informational.isEmpty
+            prepared.isMonitored = context.monitors != nil
             prepared.interceptors = InterceptorChain(
                 interceptors: context.configuration.pipeline + storage.interceptors, isReplay: storage.isReplay,
                 engineOrigin: context.connectivity.origin)
@@ -162,7 +165,8 @@ extension NetworkOperation {
             group: context.connectivity.group,
             transport: type(of: transport) is AnyClass ? .object(ObjectIdentifier(transport as AnyObject)) : .engine(context.engineID),
             credentialsOf: context.configuration.credentialProvider == nil ? nil : context.engineID,
-            interceptorsOf: context.configuration.pipeline.isEmpty ? nil : context.engineID)
+            interceptorsOf: context.configuration.pipeline.isEmpty ? nil : context.engineID,
+            monitorsOf: context.monitors == nil ? nil : context.engineID)
         return CoalescingKey(request: preparedRequest(), uniqueIdentifier: uniqueIdentifier, runner: runner, download: download)
     }
 
@@ -172,11 +176,12 @@ extension NetworkOperation {
     func queueDidStart() {
         storage.withLockedValue { storage in
             if storage.machine.start() { dispatchStateChange(.executing, in: storage) }
+            monitorStart(in: &storage)
         }
     }
 
     func queueDidSendBody(_ progress: TransferProgress) {
-        deliver(progress, to: \.uploadProgress, as: Event.uploadProgress)
+        deliver(progress, to: \.uploadProgress, as: Event.uploadProgress) { $0.operation($1, didSendBody: $2) }
     }
 
     func queueDidReceiveInformational(_ response: InformationalResponse) {
@@ -186,17 +191,19 @@ extension NetworkOperation {
             if !handlers.isEmpty {
                 context.configuration.callbackQueue.async { for handler in handlers { handler(response) } }
             }
+            monitorInterim(response, in: &storage)
         }
     }
 
     func queueDidReceiveBody(_ progress: TransferProgress) {
-        deliver(progress, to: \.downloadProgress, as: Event.downloadProgress)
+        deliver(progress, to: \.downloadProgress, as: Event.downloadProgress) { $0.operation($1, didReceiveBody: $2) }
     }
 
     private func deliver(
         _ progress: TransferProgress,
         to handlers: KeyPath<Handlers, [@Sendable (TransferProgress) -> Void]>,
-        as event: (TransferProgress) -> Event
+        as event: (TransferProgress) -> Event,
+        monitor: @escaping @Sendable (any EventMonitor, NetworkOperation, TransferProgress) -> Void
     ) {
         storage.withLockedValue { storage in
             guard storage.machine.acceptsProgress else { return }
@@ -205,6 +212,7 @@ extension NetworkOperation {
                 context.configuration.callbackQueue.async { for handler in handlers { handler(progress) } }
             }
             for stream in storage.streams.values { stream.yield(event(progress)) }
+            emit { monitor($0, $1, progress) }
         }
     }
 
@@ -328,6 +336,7 @@ extension NetworkOperation {
                 }
             }
         }
+        monitorFinish(outcome, in: &storage)
         let event: Event = switch outcome {
         case .success(let response): .response(response)
         case .failure(let error): .failure(error)

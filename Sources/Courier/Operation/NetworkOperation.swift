@@ -108,6 +108,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var queueExit: QueueExit?
         /// The operation's own interceptors (after the engine's).
         var interceptors: [any RequestInterceptor] = []
+        /// When it was enqueued, started, answered (kept only when its engine has event monitors).
+        var timeline = OperationTimeline()
     }
 
     let id = OperationID.next()
@@ -361,10 +363,12 @@ struct OperationContext: Sendable {
     var defaultHeaders: HTTPFields = [:]
     /// The engine's sensitive names, lowercased, computed once (not per request).
     let sensitiveNames: Set<String>
+    /// The engine's event monitors, or `nil` when it has none (every hook checks this first).
+    let monitors: EventMonitorHub?
 
     init(
         engineID: UInt64, queue: NetworkQueue, executor: RequestExecutor, configuration: NetworkEngine.Configuration,
-        connectivity: EngineConnectivity, defaultHeaders: HTTPFields = [:]
+        connectivity: EngineConnectivity, defaultHeaders: HTTPFields = [:], monitors: EventMonitorHub? = nil
     ) {
         self.engineID = engineID
         self.queue = queue
@@ -373,6 +377,7 @@ struct OperationContext: Sendable {
         self.connectivity = connectivity
         self.defaultHeaders = defaultHeaders
         self.sensitiveNames = configuration.lowercasedSensitiveNames
+        self.monitors = monitors ?? EventMonitorHub.make(configuration.eventMonitors)
     }
 
     /// The engine's sensitive names and those of the provider's `credentials`: the fields that carry

@@ -169,6 +169,7 @@ final class OutboxReplayer: Sendable {
             let sent = operation.storage.withLockedValue { $0.machine.hasStarted }
             database.work.async { [self] in attemptFinished(record, result: result, sent: sent) }
         }
+        operation.monitorReplay(of: record.entry)
         operation.submit()
         return true
     }

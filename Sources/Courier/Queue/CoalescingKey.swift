@@ -45,6 +45,10 @@ struct CoalescingKey: Hashable, Sendable {
         /// The engine whose interceptors adapt and retry the request, or `nil` for an engine without any
         /// (interceptors cannot be compared: engines with interceptors share flights only among their own).
         var interceptorsOf: UInt64?
+        /// The engine whose event monitors hear the flight, or `nil` for an engine without any (a flight
+        /// reports to monitors when its first subscriber's engine has some: engines with monitors share
+        /// flights only among their own).
+        var monitorsOf: UInt64?
 
         enum Transport: Hashable, Sendable {
             case object(ObjectIdentifier)

@@ -198,7 +198,7 @@ extension NetworkQueue {
             ])
         }
         let lastSent = NIOLockedValueBox<PreparedRequest?>(nil)
-        let progress = RequestExecutor.ProgressSink(
+        var sink = RequestExecutor.ProgressSink(
             upload: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidSendBody(progress) } },
             download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } },
             informational: { [self] status, headers in
@@ -206,6 +206,18 @@ extension NetworkQueue {
             },
             sending: { sent in lastSent.withLockedValue { $0 = sent } }
         )
+        if request.isMonitored {
+            // Only for engines with event monitors: each hop's request, head and redirect, to every subscriber.
+            sink.sending = { [self] sent in
+                lastSent.withLockedValue { $0 = sent }
+                forEachSubscriber(of: flight) { $0.queueDidStartRequest(sent) }
+            }
+            sink.head = { [self] status, headers in
+                forEachSubscriber(of: flight) { $0.queueDidReceiveHead(status: status, headers: headers) }
+            }
+            sink.redirect = { [self] url in forEachSubscriber(of: flight) { $0.queueWillFollowRedirect(to: url) } }
+        }
+        let progress = sink
         let copies = NIOLockedValueBox<[OperationID: Result<NetworkResponse, NetworkError>]>([:])
         let copyToOthers: (@Sendable (Result<NetworkResponse, NetworkError>) async -> Void)?
         if request.destination.files.isEmpty {
@@ -284,6 +296,9 @@ extension NetworkQueue {
             logger.debug("courier retrying", metadata: [
                 "courier-attempt": "\(request.attempt + 1)", "courier-delay": "\(delay)", "courier-error": "\(failure.code)",
             ])
+            if request.isMonitored {
+                forEachSubscriber(of: flight) { $0.queueWillRetry(attempt: request.attempt + 1, after: delay, failure: failure) }
+            }
             if delay > .zero { try? await Task.sleep(for: delay) }
             if !Task.isCancelled {
                 let effects = state.withLockedValue { state -> Effects? in

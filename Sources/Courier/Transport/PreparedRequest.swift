@@ -20,6 +20,9 @@ struct PreparedRequest: Sendable {
     var sensitiveNames: Set<String> = SensitiveHeaders.defaultNames
     /// Whether interim (1xx) responses are to be reported (an operation has an informational handler).
     var reportsInformational = false
+    /// Whether the engine has event monitors: the flight then reports each hop, head and redirect to its
+    /// subscribers (without monitors it does not look them up at all).
+    var isMonitored = false
     /// Where the response body goes: memory by default; files and/or a body stream for downloads.
     var destination = ResponseDestination()
     /// The missing bytes of a stored partial response the cache asked for with `Range` and `If-Range`;

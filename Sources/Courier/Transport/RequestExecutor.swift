@@ -12,6 +12,10 @@ struct RequestExecutor: Sendable {
         var informational: @Sendable (HTTPResponse.Status, HTTPFields) -> Void = { _, _ in }
         /// Each request as it goes on the wire, after the interceptors adapted it (one per redirect hop).
         var sending: @Sendable (PreparedRequest) -> Void = { _ in }
+        /// The head of each final response, redirects included.
+        var head: @Sendable (HTTPResponse.Status, HTTPFields) -> Void = { _, _ in }
+        /// A redirect is followed to this URL.
+        var redirect: @Sendable (URL) -> Void = { _ in }
     }
 
     /// Bytes of a redirect's body read (and dropped) so the connection can be reused; more closes it.
@@ -102,6 +106,7 @@ struct RequestExecutor: Sendable {
                 try Task.checkCancellation()
                 progress.sending(sent)
                 let response = try await transport.execute(await transportRequest(for: sent, deadline: deadline, progress: progress))
+                progress.head(response.status, response.headers)
                 await request.interceptors.didReceive(
                     status: response.status, headers: response.headers, for: sent, attempt: request.attempt,
                     redirectCount: redirects.chain.count, originalURL: redirects.originalURL)
@@ -146,6 +151,7 @@ struct RequestExecutor: Sendable {
                             .bodyNotReplayable, "the \(response.status.code) redirect needs the body again, and a stream body can be sent once",
                             url: current.url.absoluteString))
                     }
+                    progress.redirect(next.url)
                     request.logger.debug("courier following redirect", metadata: [
                         "courier-status": "\(response.status.code)", "courier-url": "\(next.url.redactedForLogs)",
                     ])
