@@ -77,6 +77,14 @@ let package = Package(
             path: "Sources/CourierOutboxChild",
             swiftSettings: swiftSettings
         ),
+        // The libFuzzer harness of the header parsers (scripts/fuzz builds it with the fuzzer and address
+        // sanitizers and -DCOURIER_FUZZ); without COURIER_FUZZ a plain tool that replays inputs.
+        .executableTarget(
+            name: "courier-fuzz",
+            dependencies: ["Courier"],
+            path: "Sources/CourierFuzz",
+            swiftSettings: swiftSettings
+        ),
         // Every ```swift sample of README.md and the DocC articles, verbatim (scripts/doc-samples writes
         // Samples.swift; CI checks it matches the documents): a sample that stops compiling breaks the build.
         .target(

@@ -1,0 +1,54 @@
+// The libFuzzer harness of Courier's header parsers (scripts/fuzz builds and runs it).
+//
+// Built by scripts/fuzz with `--sanitize=fuzzer --sanitize=address -Xswiftc -DCOURIER_FUZZ`: libFuzzer
+// supplies `main` and calls `LLVMFuzzerTestOneInput` for every input; the parser is chosen by the
+// COURIER_FUZZ_TARGET environment variable (`cache-control`, `http-date`, ...; see
+// `FuzzEntryPoints.Parser`), read once.
+//
+// In an ordinary build (no COURIER_FUZZ) it is a small replay tool instead, with no sanitizer and no
+// libFuzzer: `courier-fuzz TARGET FILE...` runs the given inputs (a crash file, a corpus) through one
+// parser, which is handy to reproduce a crash under the debugger.
+import Courier
+import Foundation
+
+#if COURIER_FUZZ
+
+/// The parser under test, from COURIER_FUZZ_TARGET.
+let fuzzedParser: FuzzEntryPoints.Parser = {
+    let name = ProcessInfo.processInfo.environment["COURIER_FUZZ_TARGET"] ?? ""
+    guard let parser = FuzzEntryPoints.Parser(rawValue: name) else {
+        let names = FuzzEntryPoints.Parser.allCases.map(\.rawValue).joined(separator: ", ")
+        FileHandle.standardError.write(Data("courier-fuzz: set COURIER_FUZZ_TARGET to one of: \(names)\n".utf8))
+        exit(2)
+    }
+    return parser
+}()
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func courierFuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
+    FuzzEntryPoints.run(fuzzedParser, UnsafeRawBufferPointer(start: count > 0 ? start : nil, count: count))
+    return 0
+}
+
+#else
+
+@main
+enum CourierFuzzReplay {
+    static func main() {
+        let arguments = CommandLine.arguments.dropFirst()
+        guard let name = arguments.first, let parser = FuzzEntryPoints.Parser(rawValue: name) else {
+            let names = FuzzEntryPoints.Parser.allCases.map(\.rawValue).joined(separator: "|")
+            FileHandle.standardError.write(Data("usage: courier-fuzz \(names) FILE...\n(scripts/fuzz builds the libFuzzer harness)\n".utf8))
+            exit(2)
+        }
+        for path in arguments.dropFirst() {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                FileHandle.standardError.write(Data("courier-fuzz: cannot read \(path)\n".utf8))
+                exit(1)
+            }
+            FuzzEntryPoints.run(parser, Array(data))
+        }
+    }
+}
+
+#endif
