@@ -12,6 +12,8 @@ public import HTTPTypes
 /// would end past ``maximumTotalTime``, is not waited for: the failure is reported at once.
 ///
 /// While it waits the operation holds none of the queue's slots; then it takes its old place in line.
+/// An engine's total timeout (``NetworkEngine/Timeouts/total``) bounds each attempt; ``maximumTotalTime``
+/// bounds them all.
 /// ```swift
 /// configuration.interceptors = [RetryPolicy(maximumAttempts: 5)]
 /// ```
