@@ -45,6 +45,24 @@ struct LoggingEventMonitorTests {
         records.map { "\($0.message) \($0.metadata.sorted { $0.key < $1.key })" }.joined(separator: "\n")
     }
 
+    @Test func aURLInALocationFieldIsMaskedAsAURL() async throws {
+        let recorder = LogRecorder()
+        let transport = FakeTransport { request in
+            if request.url.path.hasSuffix("/login") {
+                return FakeTransport.reply(status: 302, headers: [.location: "/v1/home?access_token=location-SECRET-11&page=1"])
+            }
+            return FakeTransport.reply()
+        }
+        let engine = NetworkEngine.fake(transport) {
+            $0.eventMonitors = [LoggingEventMonitor(logger: recorder.logger(level: .trace), level: .debug)]
+        }
+        _ = try await engine.send(engine.operation(path: "/login"))
+        #expect(await eventually { recorder.all.contains { $0.message == "courier finished" } })
+        let text = everything(recorder.all)
+        #expect(!text.contains("SECRET"), "\(text)")
+        #expect(text.contains("access_token=***"))
+    }
+
     @Test func headsAreLoggedWithEverySecretMasked() async throws {
         let recorder = LogRecorder()
         try await sendSecretRequest(engine(recorder, loggerLevel: .trace))

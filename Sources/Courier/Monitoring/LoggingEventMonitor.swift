@@ -138,9 +138,16 @@ public struct LoggingEventMonitor: EventMonitor {
         // The names curlCommand masks: the engine's, and the credential provider's fields (asked now).
         let sensitive = operation.sensitiveNames.union(operation.context.sensitiveNames(with: operation.currentCredentials()))
         return .array(fields.http1Fields.map { field in
-            .string("\(field.name): \(NetworkOperation.masked(name: field.name, value: field.value, sensitive: sensitive))")
+            // Fields that carry a URL (a redirect's Location) mask it as a URL is masked: a token in a query.
+            if Self.urlFields.contains(field.name.lowercased()) {
+                return .string("\(field.name): \(maskedURL(field.value, for: operation))")
+            }
+            return .string("\(field.name): \(NetworkOperation.masked(name: field.name, value: field.value, sensitive: sensitive))")
         })
     }
+
+    /// Header fields whose value is a URL.
+    static let urlFields: Set<String> = ["location", "content-location", "referer"]
 
     /// A URL with its sensitive query items masked as in ``NetworkOperation/curlCommand``, and a password
     /// in its user info too.
