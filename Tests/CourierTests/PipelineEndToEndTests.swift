@@ -6,13 +6,12 @@ import Testing
 /// Tier 3: the pipeline against the in-process server, and authentication and cookies against httpbin.
 @Suite("Pipeline end to end")
 struct PipelineEndToEndTests {
-    @Test func fiftyRefusedRequestsCauseOneCallToTheRefreshEndpoint() async throws {
-        let server = try await TestServer.start()
-        defer { Task { try? await server.shutdown() } }
-        // The token endpoint is reached through an engine without the authenticator.
+    /// Fifty requests enqueued with an expired token, through an authenticator whose refresh POSTs to
+    /// `path` through an engine without the authenticator (and answers "fresh" when that succeeds).
+    static func fiftyRefusedRequests(_ server: TestServer, refreshingAt path: String) -> (BearerTokenAuthenticator, [NetworkOperation]) {
         let tokens = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, queue: NetworkQueue())
         let auth = BearerTokenAuthenticator(token: "expired") { _ in
-            _ = try await tokens.send(tokens.operation(path: "/anything/token", method: .post))
+            _ = try await tokens.send(tokens.operation(path: path, method: .post))
             return "fresh"
         }
         var configuration = NetworkEngine.Configuration()
@@ -21,6 +20,13 @@ struct PipelineEndToEndTests {
             host: "127.0.0.1", port: server.port, isSecure: false, configuration: configuration, queue: NetworkQueue())
         let ops = (0..<50).map { engine.operation(path: "/bearer/fresh", params: ["n": .int($0)]) }
         for op in ops { engine.enqueue(op) }
+        return (auth, ops)
+    }
+
+    @Test func fiftyRefusedRequestsCauseOneCallToTheRefreshEndpoint() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let (auth, ops) = Self.fiftyRefusedRequests(server, refreshingAt: "/anything/token")
         for op in ops { #expect(try await op.response().statusCode == 200) }
         #expect(server.requestCount(path: "/anything/token") == 1)
         #expect(auth.refreshCount == 1)
@@ -29,17 +35,7 @@ struct PipelineEndToEndTests {
     @Test func aRefreshEndpointThatFailsFailsAllFiftyWithOneTypedError() async throws {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }
-        let tokens = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, queue: NetworkQueue())
-        let auth = BearerTokenAuthenticator(token: "expired") { _ in
-            _ = try await tokens.send(tokens.operation(path: "/status/500", method: .post))
-            return "never"
-        }
-        var configuration = NetworkEngine.Configuration()
-        configuration.interceptors = [auth]
-        let engine = NetworkEngine(
-            host: "127.0.0.1", port: server.port, isSecure: false, configuration: configuration, queue: NetworkQueue())
-        let ops = (0..<50).map { engine.operation(path: "/bearer/fresh", params: ["n": .int($0)]) }
-        for op in ops { engine.enqueue(op) }
+        let (_, ops) = Self.fiftyRefusedRequests(server, refreshingAt: "/status/500")
         for op in ops {
             let error = await failure(of: op)
             #expect(error?.code == .authenticationFailed)
