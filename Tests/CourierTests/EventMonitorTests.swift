@@ -14,6 +14,7 @@ struct EventMonitorTests {
         // The operations themselves, not their identifiers: an identifier is reused once an operation is gone.
         let lines = Recorder<(operation: NetworkOperation, line: String)>()
         let metrics = Recorder<OperationMetrics>()
+        let finishes = Recorder<(operation: NetworkOperation, metrics: OperationMetrics)>()
         let requests = Recorder<HTTPRequest>()
         let onCallerQueue = Counter()
         let callerKey: DispatchSpecificKey<Bool>?
@@ -65,6 +66,7 @@ struct EventMonitorTests {
         func operation(_ operation: NetworkOperation, willReplay entry: OutboxEntry) { note("replay \(entry.method.rawValue)", operation) }
         func operation(_ operation: NetworkOperation, didFinish result: Result<NetworkResponse, NetworkError>, metrics: OperationMetrics) {
             self.metrics.append(metrics)
+            finishes.append((operation, metrics))
             switch result {
             case .success(let response): note("finished \(response.statusCode)\(response.cacheOutcome.map { " \($0.rawValue)" } ?? "")", operation)
             case .failure(let error): note("failed \(error.code)", operation)
@@ -234,7 +236,8 @@ struct EventMonitorTests {
         #expect(tape.events(of: op) == ["enqueued", "start GET /v1/slow", "failed cancelled"])
         #expect(tape.events(of: never) == ["failed cancelled"])
         #expect(tape.onCallerQueue.count() == 0)
-        let metrics = try #require(tape.metrics.all.first, "`never` finished first, on the caller's queue")
+        // Looked up by operation: `op` may finish first (its start, and the cancel, can run before `never.cancel()`).
+        let metrics = try #require(tape.finishes.all.first { $0.operation === never }?.metrics)
         #expect(metrics.enqueuedAt == nil && metrics.totalDuration == .zero && metrics.attempts == 0, "never enqueued")
     }
 
@@ -304,5 +307,56 @@ struct EventMonitorTests {
             "start GET /v1/old", "head 302", "redirect /v1/new", "start GET /v1/new", "head 304",
             "finished 200 revalidated",
         ])
+    }
+
+    /// Blocks the monitors' queue in its first progress event until released, and counts what it hears.
+    final class Stuck: EventMonitor {
+        let release = DispatchSemaphore(value: 0)
+        let progress = Counter()
+        let finished = Counter()
+        func operation(_ operation: NetworkOperation, didReceiveBody progress: TransferProgress) {
+            if self.progress.count() == 0 { release.wait() }
+            self.progress.hit()
+        }
+        func operation(_ operation: NetworkOperation, didFinish result: Result<NetworkResponse, NetworkError>, metrics: OperationMetrics) {
+            finished.hit()
+        }
+    }
+
+    @Test func aStuckMonitorDropsProgressButNeverAnOutcome() async throws {
+        let stuck = Stuck()
+        let hub = try #require(EventMonitorHub.make([stuck]))
+        let progress = TransferProgress(completedBytes: 1, totalBytes: nil)
+        let engine = NetworkEngine.fake(FakeTransport())
+        let op = engine.operation(path: "/big")
+        let metrics = OperationMetrics(enqueuedAt: nil, startedAt: nil, firstResponseAt: nil, finishedAt: .now, attempts: 0)
+        for round in 0..<5 {
+            for _ in 0..<2_000 { hub.emit(isProgress: true) { $0.operation(op, didReceiveBody: progress) } }
+            hub.emit { $0.operation(op, didFinish: .failure(.cancelled(url: nil)), metrics: metrics) }
+            if round == 0 { stuck.release.signal() }
+        }
+        await hub.drain()
+        #expect(stuck.finished.count() == 5, "every outcome is delivered")
+        let dropped = hub.droppedProgressEvents.load(ordering: .relaxed)
+        #expect(dropped > 0)
+        #expect(stuck.progress.count() + dropped == 10_000)
+        #expect(stuck.progress.count() >= EventMonitorHub.progressBacklogLimit)
+    }
+
+    @Test func aHeadOrRetryBeforeTheStartIsRecordedNeverBackwards() {
+        // An operation that joins a running request can hear its head (or retry) before its own start.
+        let t0 = ContinuousClock.now
+        var timeline = OperationTimeline()
+        timeline.enqueued(at: t0)
+        timeline.receivedHead(at: t0 + .milliseconds(5))
+        timeline.started(at: t0 + .milliseconds(6))
+        let metrics = timeline.metrics(finishedAt: t0 + .milliseconds(10))
+        #expect(metrics.timeToFirstByte == .zero)
+        #expect(metrics.queuedDuration == .milliseconds(5))
+        var retried = OperationTimeline()
+        retried.enqueued(at: t0)
+        retried.retrying(at: t0 + .milliseconds(1))
+        retried.started(at: t0 + .milliseconds(2))
+        #expect(retried.metrics(finishedAt: t0 + .milliseconds(3)).attempts == 2, "the first attempt, and the retry")
     }
 }

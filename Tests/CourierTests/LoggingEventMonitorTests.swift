@@ -103,4 +103,50 @@ struct LoggingEventMonitorTests {
         try await sendSecretRequest(engine(silent, loggerLevel: .info))
         #expect(silent.all.isEmpty)
     }
+
+    /// Signs each request with a field it declares as its credential.
+    struct Signer: RequestInterceptor {
+        static let name = HTTPField.Name("X-Signature")!
+        func adapt(_ request: HTTPRequest, context: InterceptorContext) async throws -> HTTPRequest {
+            var request = request
+            request.headerFields[Self.name] = "hmac-SECRET-12"
+            return request
+        }
+        func cacheCredentials(for url: URL) -> HTTPFields { [Self.name: "hmac-SECRET-12"] }
+    }
+
+    @Test func aFieldAnInterceptorDeclaresIsMaskedWhileTheRequestIsStillRunning() async throws {
+        let recorder = LogRecorder()
+        // The response waits until the request is logged: the record is written before the operation finishes.
+        let transport = FakeTransport { _ in
+            _ = await eventually { recorder.all.contains { $0.message == "courier request" } }
+            return FakeTransport.reply()
+        }
+        let engine = NetworkEngine.fake(transport) {
+            $0.eventMonitors = [LoggingEventMonitor(logger: recorder.logger(level: .trace), level: .debug)]
+            $0.interceptors = [Signer()]
+        }
+        _ = try await engine.send(engine.operation(path: "/signed"))
+        await engine.context.monitors?.drain()
+        let request = try #require(recorder.all.first { $0.message == "courier request" })
+        #expect(request.metadata["courier-headers"]?.contains("X-Signature: ***") == true, "\(everything(recorder.all))")
+        #expect(!everything(recorder.all).contains("SECRET"))
+    }
+
+    @Test func aLoggerThatKeepsNothingCostsNoCredentialLookups() async throws {
+        func providerCalls(monitors: [any EventMonitor]) async throws -> Int {
+            let calls = Counter()
+            let engine = NetworkEngine.fake(Self.secretTransport) {
+                $0.eventMonitors = monitors
+                $0.credentialProvider = { _ in calls.hit(); return [HTTPField.Name("X-Custom-Credential")!: "provider-SECRET-5"] }
+            }
+            _ = try await engine.send(engine.operation(path: "/me"))
+            await engine.context.monitors?.drain()
+            return calls.count()
+        }
+        let silent = LogRecorder()
+        let baseline = try await providerCalls(monitors: [])
+        #expect(try await providerCalls(monitors: [LoggingEventMonitor(logger: silent.logger(level: .info), level: .debug)]) == baseline)
+        #expect(silent.all.isEmpty)
+    }
 }

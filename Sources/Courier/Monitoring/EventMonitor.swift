@@ -66,12 +66,20 @@ public protocol EventMonitor: Sendable {
     func operation(_ operation: NetworkOperation, didReceiveResponseHead response: HTTPResponse)
 
     /// Request body bytes were sent.
+    ///
+    /// Progress events are the ones a monitor can miss: while more than 1024 events wait for the
+    /// monitors (one of them is slow or blocked), new progress events are dropped, so memory stays bounded.
+    /// Each event carries the running totals, so the next one delivered is still right.
     /// - Parameters:
     ///   - operation: The operation.
     ///   - progress: The bytes sent so far.
     func operation(_ operation: NetworkOperation, didSendBody progress: TransferProgress)
 
     /// Response body bytes arrived.
+    ///
+    /// Progress events are the ones a monitor can miss: while more than 1024 events wait for the
+    /// monitors (one of them is slow or blocked), new progress events are dropped, so memory stays bounded.
+    /// Each event carries the running totals, so the next one delivered is still right.
     /// - Parameters:
     ///   - operation: The operation.
     ///   - progress: The bytes received so far.

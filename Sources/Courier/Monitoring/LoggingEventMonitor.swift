@@ -55,7 +55,7 @@ public struct LoggingEventMonitor: EventMonitor {
         let url = request.url.map { Self.maskedURL($0.absoluteString, for: operation) } ?? "<no URL>"
         log("courier request", operation, [
             "courier-method": "\(request.method.rawValue)", "courier-url": "\(url)",
-            "courier-headers": Self.masked(request.headerFields, for: operation),
+            "courier-headers": Self.masked(request.headerFields, for: operation, url: request.url),
         ])
     }
 
@@ -134,9 +134,15 @@ public struct LoggingEventMonitor: EventMonitor {
     // MARK: Masking
 
     /// Header fields as `name: value` lines, credentials masked as in ``NetworkOperation/curlCommand``.
-    static func masked(_ fields: HTTPFields, for operation: NetworkOperation) -> Logger.MetadataValue {
-        // The names curlCommand masks: the engine's, and the credential provider's fields (asked now).
-        let sensitive = operation.sensitiveNames.union(operation.context.sensitiveNames(with: operation.currentCredentials()))
+    /// - Parameter url: The URL the fields were sent to or came from (the operation's own by default): the
+    ///   interceptors declare their credentials per URL (``RequestInterceptor/cacheCredentials(for:)``).
+    static func masked(_ fields: HTTPFields, for operation: NetworkOperation, url: URL? = nil) -> Logger.MetadataValue {
+        // The names curlCommand masks: the engine's and the credential provider's fields (asked now), and
+        // the fields the interceptors declare as theirs, from the first request on.
+        var sensitive = operation.sensitiveNames.union(operation.context.sensitiveNames(with: operation.currentCredentials()))
+        if let url = url ?? operation.requestURL {
+            sensitive.formUnion(operation.interceptorCacheCredentials(for: url).map(\.name.canonicalName))
+        }
         return .array(fields.http1Fields.map { field in
             // Fields that carry a URL (a redirect's Location) mask it as a URL is masked: a token in a query.
             if Self.urlFields.contains(field.name.lowercased()) {
@@ -160,10 +166,15 @@ public struct LoggingEventMonitor: EventMonitor {
 
     // MARK: Writing
 
-    private func log(_ message: Logger.Message, _ operation: NetworkOperation, _ metadata: Logger.Metadata, level: Logger.Level? = nil) {
+    /// Builds the metadata (which masks fields and asks the credential provider) only when the logger
+    /// keeps records of this level.
+    private func log(
+        _ message: Logger.Message, _ operation: NetworkOperation, _ metadata: @autoclosure () -> Logger.Metadata,
+        level: Logger.Level? = nil
+    ) {
         let level = level ?? self.level
         guard logger.logLevel <= level else { return }
-        var metadata = metadata
+        var metadata = metadata()
         metadata["courier-operation-id"] = "\(operation.id)"
         logger.log(level: level, message, metadata: metadata)
     }

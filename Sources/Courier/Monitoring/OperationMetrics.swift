@@ -73,11 +73,18 @@ struct OperationTimeline: Sendable {
         if attempts == 0 { attempts = 1 }
     }
 
+    /// A head implies a start: an operation that joins a running request may hear its head before its
+    /// own start is recorded, and its time to first byte must not go negative.
     mutating func receivedHead(at now: ContinuousClock.Instant) {
+        started(at: now)
         if firstResponseAt == nil { firstResponseAt = now }
     }
 
-    mutating func retrying() { attempts += 1 }
+    /// A retry implies a start too (the same race), so the first attempt is counted.
+    mutating func retrying(at now: ContinuousClock.Instant) {
+        started(at: now)
+        attempts += 1
+    }
 
     func metrics(finishedAt now: ContinuousClock.Instant) -> OperationMetrics {
         OperationMetrics(enqueuedAt: enqueuedAt, startedAt: startedAt, firstResponseAt: firstResponseAt, finishedAt: now, attempts: attempts)

@@ -212,7 +212,7 @@ extension NetworkOperation {
                 context.configuration.callbackQueue.async { for handler in handlers { handler(progress) } }
             }
             for stream in storage.streams.values { stream.yield(event(progress)) }
-            emit { monitor($0, $1, progress) }
+            emit(isProgress: true) { monitor($0, $1, progress) }
         }
     }
 

@@ -8,9 +8,10 @@ import HTTPTypes
 // the one check an engine without monitors pays.
 extension NetworkOperation {
     /// Dispatches an event to the engine's monitors (a no-op without monitors). Never calls a monitor.
-    func emit(_ event: @escaping @Sendable (any EventMonitor, NetworkOperation) -> Void) {
+    /// - Parameter isProgress: Whether the event is body progress, which a full backlog drops (``EventMonitorHub``).
+    func emit(isProgress: Bool = false, _ event: @escaping @Sendable (any EventMonitor, NetworkOperation) -> Void) {
         guard let hub = context.monitors else { return }
-        hub.emit { [self] monitor in event(monitor, self) }
+        hub.emit(isProgress: isProgress) { [self] monitor in event(monitor, self) }
     }
 
     /// Dispatches an event of the running operation, under its lock, unless it already has its outcome
@@ -91,7 +92,7 @@ extension NetworkOperation {
 
     /// An interceptor asked for another attempt of the operation's flight.
     func queueWillRetry(attempt: Int, after delay: Duration, failure: NetworkError) {
-        emitWhileRunning(recording: { $0.retrying() }) { monitor, operation in
+        emitWhileRunning(recording: { $0.retrying(at: .now) }) { monitor, operation in
             monitor.operation(operation, willRetry: attempt, after: delay, failure: failure)
         }
     }
