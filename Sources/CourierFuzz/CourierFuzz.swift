@@ -1,6 +1,7 @@
 // The libFuzzer harness of Courier's header parsers (scripts/fuzz builds and runs it).
 //
-// Built by scripts/fuzz with `--sanitize=fuzzer --sanitize=address -Xswiftc -DCOURIER_FUZZ`: libFuzzer
+// Built by scripts/fuzz with `--sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -DCOURIER_FUZZ`
+// (one Swift -sanitize= flag: swiftc keeps only the last; see the script): libFuzzer
 // supplies `main` and calls `LLVMFuzzerTestOneInput` for every input; the parser is chosen by the
 // COURIER_FUZZ_TARGET environment variable (`cache-control`, `http-date`, ...; see
 // `FuzzEntryPoints.Parser`), read once.
