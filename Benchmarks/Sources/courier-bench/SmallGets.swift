@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Courier
 import Foundation
 import NIOCore
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -24,6 +25,7 @@ enum SmallGets {
                 Contender("Courier (6 callers)") { try await courierCallers(urls, inFlight: inFlight) },
                 Contender("Courier (all enqueued)") { try await courier(urls, inFlight: inFlight) },
                 Contender("Courier + interceptors") { try await courier(urls, inFlight: inFlight, withPipeline: true) },
+                Contender("Courier + event monitor") { try await courier(urls, inFlight: inFlight, withMonitor: true) },
                 Contender("URLSession (Foundation)") { try await urlSession(urls, inFlight: inFlight) },
                 Contender("curl --parallel", unavailable: curl == nil ? "curl is not installed" : nil) {
                     try curlParallel(curl ?? "curl", urls, inFlight: inFlight)
@@ -60,14 +62,17 @@ enum SmallGets {
 
     /// Courier as an app uses it: every operation enqueued on the shared queue, which keeps `inFlight` running.
     /// With `withPipeline`, through a typical pipeline: an in-memory cookie jar, a retry policy and a bearer
-    /// token (what each request pays for the interceptors; nothing is retried or refreshed).
-    static func courier(_ urls: [String], inFlight: Int, withPipeline: Bool = false) async throws -> Figures {
+    /// token (what each request pays for the interceptors; nothing is retried or refreshed). With
+    /// `withMonitor`, one event monitor that counts every event (what a metrics monitor pays).
+    static func courier(_ urls: [String], inFlight: Int, withPipeline: Bool = false, withMonitor: Bool = false) async throws -> Figures {
+        let monitor = CountingMonitor()
         NetworkQueue.shared.maximumConcurrentOperations = inFlight
         let engine = NetworkEngine(baseURL: "http://127.0.0.1", configuration: .init {
             if withPipeline {
                 $0.cookieJar = CookieJar()
                 $0.interceptors = [RetryPolicy(), BearerTokenAuthenticator(token: "bench-token") { _ in "bench-token" }]
             }
+            if withMonitor { $0.eventMonitors = [monitor] }
         })
         return try await measure(urls.count) {
             let operations = urls.map { engine.operation(url: $0) }
@@ -76,6 +81,20 @@ enum SmallGets {
                 let response = try await operation.response()
                 guard response.body.count == 1024 else { throw BenchError("bad answer \(response.statusCode)") }
             }
+        }
+    }
+
+    /// Counts every event it hears, as a metrics monitor would (a few atomic adds per request).
+    final class CountingMonitor: EventMonitor {
+        let events = Atomic<Int>(0)
+        func operationDidEnqueue(_ operation: NetworkOperation) { events.add(1, ordering: .relaxed) }
+        func operation(_ operation: NetworkOperation, didStartRequest request: HTTPRequest) { events.add(1, ordering: .relaxed) }
+        func operation(_ operation: NetworkOperation, didReceiveResponseHead response: HTTPResponse) { events.add(1, ordering: .relaxed) }
+        func operation(_ operation: NetworkOperation, didReceiveBody progress: TransferProgress) { events.add(1, ordering: .relaxed) }
+        func operation(
+            _ operation: NetworkOperation, didFinish result: Result<NetworkResponse, NetworkError>, metrics: OperationMetrics
+        ) {
+            events.add(1, ordering: .relaxed)
         }
     }
 
