@@ -12,6 +12,9 @@ let package = Package(
     products: [
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierTestServer", targets: ["CourierTestServer"]),
+        // Fetching, decoding, thumbnailing and caching images: a product of its own, so that apps
+        // without images do not link the image libraries.
+        .library(name: "CourierImages", targets: ["CourierImages"]),
         .executable(name: "courier", targets: ["courier"]),
     ],
     dependencies: [
@@ -47,6 +50,11 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CourierImages",
+            dependencies: ["Courier"],
             swiftSettings: swiftSettings
         ),
         .target(

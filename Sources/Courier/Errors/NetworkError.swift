@@ -96,6 +96,15 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         /// server refused the token the refresh gave.
         public static let authenticationFailed = Code("authenticationFailed")
 
+        /// The bytes are not in an image format the decoders know (`CourierImages`).
+        public static let unsupportedImageFormat = Code("unsupportedImageFormat")
+        /// The image is corrupt or truncated, or its pixels do not match its size (`CourierImages`).
+        public static let invalidImage = Code("invalidImage")
+        /// The image declares more pixels than the decoder's limit allows; refused before its pixels
+        /// were allocated (`CourierImages`).
+        public static let imageTooLarge = Code("imageTooLarge")
+        /// The image could not be encoded (`CourierImages`).
+        public static let imageEncodingFailed = Code("imageEncodingFailed")
         public var description: String { name }
     }
 
