@@ -54,7 +54,7 @@ let package = Package(
         ),
         .target(
             name: "CourierImages",
-            dependencies: ["Courier"],
+            dependencies: ["Courier", .product(name: "DequeModule", package: "swift-collections")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -114,6 +114,11 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CourierImagesTests",
+            dependencies: ["CourierImages", "CourierTestServer"],
             swiftSettings: swiftSettings
         ),
     ],

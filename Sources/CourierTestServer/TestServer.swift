@@ -23,6 +23,7 @@ public final class TestServer: Sendable {
     private let host: String
     private let boundPort: Int
     let statistics: ServerStatistics
+    let files: ServedFiles
     private let connections: ConnectionRegistry
 
     private init(
@@ -30,8 +31,10 @@ public final class TestServer: Sendable {
         host: String,
         port: Int,
         statistics: ServerStatistics,
+        files: ServedFiles,
         connections: ConnectionRegistry
     ) {
+        self.files = files
         self.channel = channel
         self.host = host
         self.boundPort = port
@@ -51,6 +54,7 @@ public final class TestServer: Sendable {
             throw TestServerError.invalidPort(port)
         }
         let statistics = ServerStatistics()
+        let files = ServedFiles()
         let connections = ConnectionRegistry()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
@@ -61,7 +65,7 @@ public final class TestServer: Sendable {
                     connections.register(channel)
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-                    try pipeline.addHandler(TestServerHandler(statistics: statistics, connections: connections))
+                    try pipeline.addHandler(TestServerHandler(statistics: statistics, files: files, connections: connections))
                 }
             }
             .bind(host: host, port: port)
@@ -75,6 +79,7 @@ public final class TestServer: Sendable {
             host: host,
             port: boundPort,
             statistics: statistics,
+            files: files,
             connections: connections
         )
     }

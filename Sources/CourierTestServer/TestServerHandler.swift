@@ -26,6 +26,8 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     static let bytesPerTick = 1 << 20
 
     let statistics: ServerStatistics
+    /// Bodies registered by the test at fixed paths, answered before the built-in routes.
+    let files: ServedFiles
     let connections: ConnectionRegistry
 
     /// The request whose head arrived and whose `.end` is still outstanding.
@@ -46,8 +48,9 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
     var isPumpingStream = false
 
     /// Creates a handler reporting to `statistics`.
-    init(statistics: ServerStatistics, connections: ConnectionRegistry) {
+    init(statistics: ServerStatistics, files: ServedFiles, connections: ConnectionRegistry) {
         self.statistics = statistics
+        self.files = files
         self.connections = connections
     }
 
@@ -84,7 +87,7 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             guard let request = receiving else { return }
             receiving = nil
             statistics.recordBody(id: request.ticket.id, body: request.body)
-            perform(Router.route(request), for: request, context: context)
+            perform(files.action(for: request.path) ?? Router.route(request), for: request, context: context)
         }
     }
 

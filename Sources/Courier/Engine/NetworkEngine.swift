@@ -29,7 +29,8 @@ public final class NetworkEngine: Sendable {
 
     private let composer: Result<URLComposer, NetworkError>
     private let headerError: NetworkError?
-    private let id: UInt64
+    /// Unique among the process's engines, never reused (image caches partition by it).
+    package let id: UInt64
     let context: OperationContext
 
     private static let counter = Atomic<UInt64>(1)

@@ -117,8 +117,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     let storage: NIOLockedValueBox<Storage>
     /// The composed URL, or `nil` when it could not be composed (the operation then fails with ``NetworkError/Code/invalidURL``).
     let requestURL: URL?
-    /// The URL as composed or given, valid or not, for messages.
-    let urlString: String
+    /// The URL as built (with its query), or what the caller gave when it was invalid.
+    package let urlString: String
     let body: Data?
     /// A streamed body (file, multipart form, caller's sequence), never held whole.
     let bodySource: RequestBodySource?

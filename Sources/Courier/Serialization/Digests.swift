@@ -6,7 +6,12 @@ import Foundation
 /// The hex rendering is the one the hand-written SHA-256 used before it (64 lower-case hexadecimal
 /// characters), so the digests already stored (cache index `bodyDigest`, outbox unique identifiers,
 /// credential partitions) stay valid.
-enum Digests {
+package enum Digests {
+    /// SHA-256 of `string`'s UTF-8 bytes, as lowercase hex (for other targets of the package).
+    package static func sha256Hex(of string: String) -> String {
+        sha256Hex(Array(string.utf8))
+    }
+
     /// SHA-256 of `data` as 64 lower-case hexadecimal characters.
     /// - Parameter data: The message bytes.
     /// - Returns: The lower-case hex digest.
