@@ -71,6 +71,7 @@ let package = Package(
             name: "courier",
             dependencies: [
                 "Courier",
+                "CourierImages",
                 "CourierTestServer",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,0 +1,186 @@
+import ArgumentParser
+import Courier
+import CourierImages
+import Dispatch
+import Foundation
+
+/// `courier image URL|FILE [--thumbnail N | --size WxH [--fill]] [-o out.jpg]`: fetches (or reads), decodes
+/// and thumbnails an image, prints what it found and how long each step took, and writes the result.
+struct ImageCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "image",
+        abstract: "Fetch or read an image, decode it, make a thumbnail, and print its size, format and timings.",
+        discussion: """
+            Formats are recognised by their bytes: PNG, JPEG (EXIF orientation applied), WebP and GIF (first frame). \
+            The output format follows -o's extension: .png writes PNG, anything else JPEG. A corrupt or hostile \
+            image (a decompression bomb declaring billions of pixels) is refused with a message, exit status 1.
+            """)
+
+    @Argument(help: "An absolute http(s) URL, or a local file.")
+    var source: String
+
+    @Option(help: ArgumentHelp("Scale down so the longer side is at most this many pixels.", valueName: "pixels"))
+    var thumbnail: Int?
+
+    @Option(help: ArgumentHelp("Scale down to fit a box, WIDTHxHEIGHT (with --fill, to fill it, cropped).", valueName: "WxH"))
+    var size: String?
+
+    @Flag(help: "With --size: fill the box, cropping what overflows, instead of fitting inside it.")
+    var fill = false
+
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Write the (scaled) image to this file: PNG for .png, JPEG otherwise.", valueName: "file"))
+    var output: String?
+
+    @Option(help: ArgumentHelp("JPEG quality for -o, 1-100.", valueName: "q"))
+    var quality = 85
+
+    @Option(help: ArgumentHelp("Refuse images declaring more pixels than this (default 64 Mi).", valueName: "n"))
+    var maxPixels: Int?
+
+    @Option(name: .customShort("H"), help: ArgumentHelp("A request header, 'Name: value'. Repeatable.", valueName: "header"))
+    var headers: [String] = []
+
+    @OptionGroup var pipeline: PipelineOptions
+
+    func run() async throws {
+        try await runImage()
+    }
+
+    nonisolated func runImage() async throws {
+        let box = try thumbnailBox()
+        guard (1...100).contains(quality) else { throw CLIFailure.usage("--quality must be between 1 and 100") }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let data = try await fetch()
+        let fetched = clock.now
+        var options = ImageDecodingOptions(targetMaxPixelSize: box?.decodingHintForCLI)
+        if let maxPixels { options.maximumPixelCount = maxPixels }
+        let decodingOptions = options
+        let pair = try await Self.failingWithStatus1 { () async throws(NetworkError) -> [CourierImage] in
+            try await Self.onWorkQueue { () throws(NetworkError) -> [CourierImage] in
+                let image = try ImageDecoders.decode(data, options: decodingOptions)
+                return [image, box.map { image.thumbnail($0) } ?? image]
+            }
+        }
+        let decoded = pair[0], scaled = pair[1]
+        let processed = clock.now
+        let out = StandardStream.standardOutput
+        let format = ImageFormat(sniffing: data)?.name ?? "?"
+        out.line("\(format) \(Self.size(data.count)), decoded \(decoded.width)x\(decoded.height) \(decoded.pixelFormat)")
+        if box != nil { out.line("thumbnail \(scaled.width)x\(scaled.height)") }
+        var timings = "\(source.contains("://") ? "fetch" : "read") \(Self.ms(fetched - started)), decode\(box == nil ? "" : " + thumbnail") \(Self.ms(processed - fetched))"
+        if let output {
+            let encoding: ImageEncoding = output.lowercased().hasSuffix(".png") ? .png : .jpeg(quality: quality)
+            let encoded = try await Self.failingWithStatus1 { () async throws(NetworkError) -> Data in
+                try await Self.onWorkQueue { () throws(NetworkError) -> Data in try scaled.encoded(as: encoding) }
+            }
+            try await Self.failingWithStatus1 { () async throws(NetworkError) in
+                try await Self.onWorkQueue { () throws(NetworkError) in
+                    do {
+                        try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
+                    } catch {
+                        throw NetworkError(.fileUnavailable, "cannot write \(output): \(error.localizedDescription)")
+                    }
+                }
+            }
+            timings += ", encode + write \(Self.ms(clock.now - processed)) (\(Self.size(encoded.count)) to \(output))"
+        }
+        out.line(timings + ", total \(Self.ms(clock.now - started))")
+        if let peak = Self.peakMemoryBytes() { out.line("peak memory \(Self.size(peak))") }
+    }
+
+    /// The box the options ask for.
+    private func thumbnailBox() throws(CLIFailure) -> Thumbnail? {
+        if let thumbnail {
+            guard size == nil else { throw CLIFailure.usage("give --thumbnail or --size, not both") }
+            guard thumbnail > 0 else { throw CLIFailure.usage("--thumbnail must be positive") }
+            return Thumbnail(maxPixelSize: thumbnail)
+        }
+        guard let size else {
+            if fill { throw CLIFailure.usage("--fill needs --size") }
+            return nil
+        }
+        let parts = size.lowercased().split(separator: "x").compactMap { Int($0) }
+        guard parts.count == 2, parts.allSatisfy({ $0 > 0 }) else { throw CLIFailure.usage("--size needs WIDTHxHEIGHT, e.g. 320x200") }
+        return Thumbnail(width: parts[0], height: parts[1], contentMode: fill ? .fill : .fit)
+    }
+
+    /// The encoded bytes: from the network through an engine (so auth, retries and cookies apply), or a file.
+    private func fetch() async throws -> Data {
+        guard source.contains("://") else {
+            let path = source
+            return try await Self.failingWithStatus1 { () async throws(NetworkError) -> Data in
+                try await Self.onWorkQueue { () throws(NetworkError) -> Data in
+                    do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
+                        throw NetworkError(.fileUnavailable, "cannot read \(path): \(error.localizedDescription)")
+                    }
+                }
+            }
+        }
+        let (interceptors, jar) = try pipeline.interceptors(for: source)
+        let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(source), configuration: .init {
+            $0.interceptors = interceptors
+            $0.cookieJar = jar
+        }, queue: NetworkQueue())
+        let operation = engine.operation(url: PipelineOptions.withoutUserInfo(source))
+        for header in headers {
+            guard let colon = header.firstIndex(of: ":") else { throw CLIFailure.usage("-H needs 'Name: value'") }
+            operation.setHeader(header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces), forName: String(header[..<colon]))
+        }
+        do {
+            let response = try await engine.send(operation)
+            await jar?.waitUntilPersisted()
+            return response.body
+        } catch {
+            await jar?.waitUntilPersisted()
+            throw CLIFailure(exitCode: 1, message: error.description)
+        }
+    }
+
+    /// A library error ends the program with status 1 and its description.
+    static func failingWithStatus1<T: Sendable>(_ body: () async throws(NetworkError) -> T) async throws(CLIFailure) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw CLIFailure(exitCode: 1, message: error.description)
+        }
+    }
+
+    /// Runs CPU work and file I/O on a thread of its own, not on Swift's cooperative pool.
+    static func onWorkQueue<T: Sendable>(_ work: @escaping @Sendable () throws(NetworkError) -> T) async throws(NetworkError) -> T {
+        let result: Result<T, NetworkError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async {
+                continuation.resume(returning: Result { () throws(NetworkError) -> T in try work() })
+            }
+        }
+        return try result.get()
+    }
+
+    static func ms(_ duration: Duration) -> String {
+        String(format: "%.1f ms", Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15)
+    }
+
+    static func size(_ bytes: Int) -> String {
+        bytes >= 1 << 20 ? String(format: "%.1f MiB", Double(bytes) / 1_048_576) : bytes >= 1024 ? String(format: "%.1f KiB", Double(bytes) / 1024) : "\(bytes) bytes"
+    }
+
+    /// The process's peak resident memory (Linux: VmHWM; elsewhere: getrusage), for hostile-input checks.
+    static func peakMemoryBytes() -> Int? {
+        #if os(Linux)
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
+        return kib * 1024
+        #else
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF, &usage) == 0 else { return nil }
+        return Int(usage.ru_maxrss)
+        #endif
+    }
+}
+
+extension Thumbnail {
+    /// What the decoder may downscale to (see the pipeline's rule: the longer side for `.fit`, none for `.fill`).
+    var decodingHintForCLI: Int? { contentMode == .fit ? max(width, height) : nil }
+}
