@@ -98,7 +98,7 @@ let package = Package(
         // Samples.swift; CI checks it matches the documents): a sample that stops compiling breaks the build.
         .target(
             name: "DocSamples",
-            dependencies: ["Courier", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Courier", "CourierImages", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
