@@ -34,6 +34,7 @@ struct Demo {
             try await offlineCache()
             try await files(engine, server)
             try await pipeline(server)
+            try await images(server)
         } catch {
             try? await server.shutdown()
             throw error
