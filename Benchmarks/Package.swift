@@ -19,6 +19,7 @@ let package = Package(
             dependencies: [
                 "CBenchSupport",
                 .product(name: "Courier", package: "Courier"),
+                .product(name: "CourierImages", package: "Courier"),
                 .product(name: "CourierTestServer", package: "Courier"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

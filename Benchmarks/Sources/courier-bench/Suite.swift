@@ -28,6 +28,9 @@ struct Suite {
             nginx?.stop()
         }
         let fastServer = nginx ?? testServerProcess
+        // Written on first use (only when an image scenario runs), removed at the end.
+        let imageCorpus = Lazy { try Images.Corpus.make(jpegs: 4, pngs: 4) }
+        defer { if let corpus = try? imageCorpus.getIfMade() { try? FileManager.default.removeItem(at: corpus.directory) } }
         if nginx == nil { log("nginx is not installed: small GETs go to CourierTestServer (apt-get install nginx for a faster server)") }
 
         let scenarios = [
@@ -38,6 +41,8 @@ struct Suite {
             LargeUpload.scenario(bytes: quick ? 64 << 20 : 1 << 30, courierTestServerURL: testServerProcess.baseURL),
             CacheHits.scenario(server: testServerProcess, count: quick ? 200 : 5_000),
             Freezing.scenario(count: quick ? 50 : 500),
+            Images.thumbnailScenario(corpus: imageCorpus.get, size: 256),
+            Images.cacheScenario(server: inProcess, corpus: imageCorpus.get, count: quick ? 1_000 : 100_000),
         ]
         var reports: [ScenarioReport] = []
         for scenario in scenarios where only.map({ scenario.name.localizedCaseInsensitiveContains($0) }) ?? true {
