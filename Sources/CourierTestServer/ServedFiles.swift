@@ -15,11 +15,13 @@ final class ServedFiles: Sendable {
 }
 
 extension TestServer {
-    /// Serves `bytes` at `path` (a path without query: `/images/a.png`), `200` with `contentType`,
-    /// after `delay` if given; replaces what was served there. For fixtures the built-in routes lack
-    /// (images, documents).
-    public func serve(_ bytes: [UInt8], at path: String, contentType: String, delay: Duration? = nil) {
-        let reply = Reply.bytes(bytes, contentType: contentType)
+    /// Serves `bytes` at `path` (a path without query: `/images/a.png`), `200` with `contentType` and
+    /// `headers`, after `delay` if given; replaces what was served there. For fixtures the built-in
+    /// routes lack (images, documents).
+    public func serve(
+        _ bytes: [UInt8], at path: String, contentType: String, headers: [(name: String, value: String)] = [], delay: Duration? = nil
+    ) {
+        let reply = Reply.bytes(bytes, contentType: contentType, extraHeaders: headers)
         let action: RouteAction = if let delay {
             .delayed(milliseconds: Int64(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000), reply)
         } else {

@@ -10,6 +10,7 @@ let download = engine.operation(path: "files/report.pdf")
 let op = engine.operation(path: "rates")
 let attachmentURLs: [String] = []
 let row = 0
+let uploadedBytes = Data()
 
 struct Comment: Codable, Sendable { var text = "" }
 let comment = Comment()

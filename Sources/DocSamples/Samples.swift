@@ -84,6 +84,14 @@ func sample_README_6() async throws {
 
 // README.md, sample 7
 func sample_README_7() async throws {
+    let avatar = try await engine.image(url: "https://cdn.example.com/u/42.jpg", thumbnail: Thumbnail(maxPixelSize: 128))
+    let card = try ImageDecoders.decode(uploadedBytes).thumbnail(Thumbnail(width: 320, height: 200, contentMode: .fill))
+    _ = avatar
+    _ = card
+}
+
+// README.md, sample 8
+func sample_README_8() async throws {
     for await event in download.events {
         if case .downloadProgress(let p) = event { bar.progress = p.fractionCompleted ?? 0 }
     }
@@ -415,7 +423,8 @@ func sample_Images_1() async throws {
 func sample_Images_2() async throws {
     func cellWillAppear() {
         let load = Task { try await engine.image(url: "https://cdn.example.com/p/7.jpg", thumbnail: Thumbnail(maxPixelSize: 256)) }
-        // The cell scrolled away: the request and the decode stop when no other caller wants them.
+        // The cell scrolled away: the request stops when no other caller wants it (a decode already
+        // running finishes, and its result is dropped).
         load.cancel()
     }
 }

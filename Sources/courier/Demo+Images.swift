@@ -2,6 +2,7 @@ import Courier
 import CourierImages
 import CourierTestServer
 import Foundation
+import Synchronization
 
 extension Demo {
     /// Scene 11: images. Twenty views ask for the same thumbnail of a 12-megapixel photo at once: one
@@ -14,7 +15,8 @@ extension Demo {
         server.serve([UInt8](photo.prefix(photo.count / 2)), at: "/photos/cut.jpg", contentType: "image/jpeg")
         server.serve(Array("<html><body>404</body></html>".utf8), at: "/photos/page.png", contentType: "image/png")
         let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, queue: NetworkQueue())
-        let pipeline = ImagePipeline()
+        let counter = CountingDecoder()
+        let pipeline = ImagePipeline(configuration: .init { $0.decoders = [counter] })
         let url = server.url("/photos/beach.jpg")
         let thumbnail = Thumbnail(maxPixelSize: 256)
         server.resetStatistics()
@@ -28,7 +30,8 @@ extension Demo {
         let again = try await engine.image(url: url, thumbnail: thumbnail, pipeline: pipeline)
         let hit = ContinuousClock.now - hitStarted
         say("   20 views, a 4000x3000 JPEG (\(photo.count / 1024) KiB): \(server.requestCount(path: "/photos/beach.jpg")) request, "
-            + "\(Set(views).count) thumbnail of \(again.width)x\(again.height), in \(first.formatted(.units(allowed: [.milliseconds])))")
+            + "\(counter.decodes.load(ordering: .relaxed)) decode, \(Set(views).count) thumbnail of \(again.width)x\(again.height), "
+            + "in \(first.formatted(.units(allowed: [.milliseconds])))")
         say("   asked again: a memory-cache hit in \(hit.formatted(.units(allowed: [.microseconds]))), no request")
         for (path, what) in [("/photos/cut.jpg", "the photo cut in half"), ("/photos/page.png", "an HTML page served as image/png")] {
             do throws(NetworkError) {
@@ -39,6 +42,16 @@ extension Demo {
             }
         }
         say("")
+    }
+
+    /// The standard decoders, counting their decodes (a custom decoder list is how an app adds a format).
+    final class CountingDecoder: ImageDecoder {
+        let decodes = Atomic<Int>(0)
+        func canDecode(_ data: Data) -> Bool { ImageDecoders.standard.contains { $0.canDecode(data) } }
+        func decode(_ data: Data, options: ImageDecodingOptions) throws(NetworkError) -> CourierImage {
+            decodes.add(1, ordering: .relaxed)
+            return try ImageDecoders.decode(data, options: options)
+        }
     }
 
     /// A photo-like picture: smooth gradients and a few hard edges (what JPEG is made for).

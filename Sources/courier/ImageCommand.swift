@@ -53,13 +53,22 @@ struct ImageCommand: AsyncParsableCommand {
         let started = clock.now
         let data = try await fetch()
         let fetched = clock.now
-        var options = ImageDecodingOptions(targetMaxPixelSize: box?.decodingHintForCLI)
-        if let maxPixels { options.maximumPixelCount = maxPixels }
+        var options = ImageDecodingOptions(thumbnail: box)
+        if let maxPixels {
+            guard maxPixels > 0 else { throw CLIFailure.usage("--max-pixels must be positive") }
+            options.maximumPixelCount = maxPixels
+        }
         let decodingOptions = options
         let pair = try await Self.failingWithStatus1 { () async throws(NetworkError) -> [CourierImage] in
-            try await Self.onWorkQueue { () throws(NetworkError) -> [CourierImage] in
-                let image = try ImageDecoders.decode(data, options: decodingOptions)
-                return [image, box.map { image.thumbnail($0) } ?? image]
+            do {
+                return try await Self.onWorkQueue { () throws(NetworkError) -> [CourierImage] in
+                    let image = try ImageDecoders.decode(data, options: decodingOptions)
+                    return [image, box.map { image.thumbnail($0) } ?? image]
+                }
+            } catch {
+                // What refusing a hostile image cost, for the record.
+                if let peak = Self.peakMemoryBytes() { StandardStream.standardError.line("peak memory \(Self.size(peak))") }
+                throw error
             }
         }
         let decoded = pair[0], scaled = pair[1]
@@ -77,7 +86,9 @@ struct ImageCommand: AsyncParsableCommand {
             try await Self.failingWithStatus1 { () async throws(NetworkError) in
                 try await Self.onWorkQueue { () throws(NetworkError) in
                     do {
-                        try encoded.write(to: URL(fileURLWithPath: output), options: .atomic)
+                        // A regular file is replaced whole (atomically); /dev/stdout, a pipe and the like are written.
+                        let isRegular = (try? FileManager.default.attributesOfItem(atPath: output))?[.type] as? FileAttributeType
+                        try encoded.write(to: URL(fileURLWithPath: output), options: isRegular.map { $0 == .typeRegular } ?? true ? .atomic : [])
                     } catch {
                         throw NetworkError(.fileUnavailable, "cannot write \(output): \(error.localizedDescription)")
                     }
@@ -178,9 +189,4 @@ struct ImageCommand: AsyncParsableCommand {
         return Int(usage.ru_maxrss)
         #endif
     }
-}
-
-extension Thumbnail {
-    /// What the decoder may downscale to (see the pipeline's rule: the longer side for `.fit`, none for `.fill`).
-    var decodingHintForCLI: Int? { contentMode == .fit ? max(width, height) : nil }
 }

@@ -1,4 +1,4 @@
-import CourierImages
+@testable import CourierImages
 import CourierTestServer
 import Dispatch
 import Foundation
@@ -78,17 +78,58 @@ struct ImagePipelineTests {
         let url = f.server.url("/img/a.raw")
         let first = Task { try await f.engine.image(url: url, pipeline: f.pipeline) }
         let second = Task { try await f.engine.image(url: url, pipeline: f.pipeline) }
+        #expect(await eventually { f.pipeline.waiting(url: url, engine: f.engine).callers == 2 })
         #expect(await f.server.waitForRequests(count: 1, timeout: .seconds(10)))
         first.cancel()
-        await #expect(throws: NetworkError.self) { try await first.value }
+        let firstError = await #expect(throws: NetworkError.self) { try await first.value }
+        #expect(firstError?.code == .cancelled)
         try await Task.sleep(for: .milliseconds(100))
         #expect(f.server.abortedRequestCount == 0, "the second caller still waits")
+        #expect(f.pipeline.waiting(url: url, engine: f.engine).callers == 1)
         second.cancel()
         let error = await #expect(throws: NetworkError.self) { try await second.value }
         #expect(error?.code == .cancelled)
         #expect(await f.server.waitForAbortedRequests(count: 1, timeout: .seconds(10)), "the request was cancelled")
+        #expect(f.server.requestCount(path: "/img/a.raw") == 1)
         #expect(f.decodes == 0)
         #expect(f.pipeline.memoryCacheUsage.count == 0)
+        #expect(f.pipeline.waiting(url: url, engine: f.engine).callers == 0)
+        // A new caller starts afresh (it never joins the cancelled task).
+        let third = Task { try await f.engine.image(url: url, pipeline: f.pipeline) }
+        #expect(await f.server.waitForRequests(count: 2, timeout: .seconds(10)))
+        third.cancel()
+        _ = try? await third.value
+    }
+
+    @Test func aPrefetchJoinedByAVisibleRequestRunsAtItsPriorityAndDropsBackWhenItLeaves() async throws {
+        let f = try await Fixture(delay: .seconds(30))
+        defer { Task { try? await f.server.shutdown() } }
+        let url = f.server.url("/img/a.raw")
+        let prefetch = f.pipeline.prefetch(urls: [url], engine: f.engine)
+        #expect(await eventually { f.pipeline.waiting(url: url, engine: f.engine).callers == 1 })
+        let operation = try #require(f.pipeline.waiting(url: url, engine: f.engine).operation)
+        #expect(operation.priority == .veryLow)
+        let visible = Task { try await f.engine.image(url: url, priority: .high, pipeline: f.pipeline) }
+        #expect(await eventually { operation.priority == .high }, "the task runs at its most urgent caller's priority")
+        visible.cancel()
+        _ = try? await visible.value
+        #expect(await eventually { operation.priority == .veryLow }, "and drops back when that caller leaves")
+        prefetch.cancel()
+        await prefetch.wait()
+        #expect(await eventually { operation.state == .finished && operation.error?.code == .cancelled }, "the last caller gone, the request is cancelled")
+    }
+
+    @Test func aCallerCancelledBeforeItAsksGetsCancelledEvenWhenTheImageIsCached() async throws {
+        let f = try await Fixture(delay: nil)
+        defer { Task { try? await f.server.shutdown() } }
+        let url = f.server.url("/img/a.raw")
+        _ = try await f.engine.image(url: url, pipeline: f.pipeline)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await f.engine.image(url: url, pipeline: f.pipeline)
+        }
+        let error = await #expect(throws: NetworkError.self) { try await task.value }
+        #expect(error?.code == .cancelled)
     }
 
     @Test func anHTMLPageServedAsAnImageIsATypedErrorAndSoIsA404() async throws {

@@ -1,3 +1,5 @@
+import Dispatch
+import Synchronization
 import Testing
 @testable import CourierImages
 
@@ -67,5 +69,31 @@ struct PipelineStateMachineTests {
         #expect(cache.image(for: "huge") == nil && cache.image(for: "big") != nil)
         cache.trim(toBytes: 0)
         #expect(cache.count == 0 && cache.totalBytes == 0)
+    }
+}
+
+/// Tier 2: the decode queue over real threads: its limit, its order, cancellation while waiting.
+@Suite("Image decode queue")
+struct ImageDecodeQueueTests {
+    @Test func atMostTheLimitRunAndWaitersGoHighestPriorityFirst() async throws {
+        let queue = ImageDecodeQueue(limit: 1)
+        let gate = DispatchSemaphore(value: 0)
+        let order = Mutex<[String]>([])
+        let blocker = Task { try await queue.run { () throws(NetworkError) in gate.wait() } }
+        try await Task.sleep(for: .milliseconds(50))
+        let low = Task { try await queue.run(priority: .veryLow) { () throws(NetworkError) in order.withLock { $0.append("low") } } }
+        try await Task.sleep(for: .milliseconds(50))
+        let high = Task { try await queue.run(priority: .high) { () throws(NetworkError) in order.withLock { $0.append("high") } } }
+        let cancelled = Task { try await queue.run(priority: .veryHigh) { () throws(NetworkError) in order.withLock { $0.append("cancelled") } } }
+        try await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        let error = await #expect(throws: NetworkError.self) { try await cancelled.value }
+        #expect(error?.code == .cancelled, "a waiter cancelled leaves the line without running")
+        gate.signal()
+        try await blocker.value
+        try await low.value
+        try await high.value
+        #expect(order.withLock { $0 } == ["high", "low"])
+        #expect(queue.completedWork.load(ordering: .relaxed) == 3)
     }
 }

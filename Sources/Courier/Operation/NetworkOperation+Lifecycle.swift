@@ -121,6 +121,27 @@ extension NetworkOperation {
         return request
     }
 
+    /// Whether the request the operation sent carried credentials (a sensitive field: `Authorization`,
+    /// cookies, an API key, an interceptor's declared fields). For an operation the cache answered, whether
+    /// it would have.
+    package var sentCredentials: Bool {
+        storage.withLockedValue { storage in
+            guard let headers = storage.sentHeaders, let names = storage.sentSensitiveNames else {
+                // Not sent (answered by the cache): judged on what it would send. Interceptors and a
+                // credential provider may add credentials; assume they would.
+                if context.configuration.credentialProvider != nil || !context.configuration.pipeline.isEmpty
+                    || !storage.interceptors.isEmpty
+                {
+                    return true
+                }
+                let lowercased = Set(context.sensitiveNames.map { $0.lowercased() })
+                return storage.headers.contains { lowercased.contains($0.name.canonicalName.lowercased()) }
+            }
+            let lowercased = Set(names.map { $0.lowercased() })
+            return headers.contains { lowercased.contains($0.name.canonicalName.lowercased()) }
+        }
+    }
+
     /// The header names this operation treats as credentials: the engine's list and the provider's fields.
     var sensitiveNames: Set<String> {
         storage.withLockedValue { $0.sentSensitiveNames } ?? context.sensitiveNames

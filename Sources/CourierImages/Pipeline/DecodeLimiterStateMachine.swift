@@ -1,13 +1,16 @@
-import DequeModule
+import Courier
 
-/// At most `limit` decodes at once, the others waiting in arrival order, as a pure value. A waiter
-/// cancelled before it asked is remembered, so that its late request is refused rather than left waiting.
+/// At most `limit` decodes at once, as a pure value. Waiters are served highest priority first (a
+/// visible cell's decode before a prefetch's), in arrival order within a priority. A waiter cancelled
+/// before it asked is remembered, so that its late request is refused rather than left waiting.
 struct DecodeLimiterStateMachine: Sendable {
     typealias WorkID = UInt64
+    typealias Priority = NetworkOperation.Priority
 
     let limit: Int
     private(set) var running = 0
-    private var waiting = Deque<WorkID>()
+    /// Waiters in arrival order (few at a time: one per decode waiting for a core).
+    private var waiting: [(id: WorkID, priority: Priority)] = []
     private var cancelledEarly: Set<WorkID> = []
 
     init(limit: Int) {
@@ -26,27 +29,30 @@ struct DecodeLimiterStateMachine: Sendable {
 
     var waitingCount: Int { waiting.count }
 
-    mutating func acquire(_ id: WorkID) -> AcquireResult {
+    mutating func acquire(_ id: WorkID, priority: Priority = .normal) -> AcquireResult {
         if cancelledEarly.remove(id) != nil { return .cancelled }
         if running < limit {
             running += 1
             return .run
         }
-        waiting.append(id)
+        waiting.append((id, priority))
         return .wait
     }
 
-    /// A decode ended: returns the waiter that takes its slot, if any.
+    /// A decode ended: returns the waiter that takes its slot (the first of the highest priority), if any.
     mutating func release() -> WorkID? {
-        if let next = waiting.popFirst() { return next }
-        running = max(0, running - 1)
-        return nil
+        guard let top = waiting.map(\.priority).max() else {
+            running = max(0, running - 1)
+            return nil
+        }
+        let index = waiting.firstIndex { $0.priority == top }!
+        return waiting.remove(at: index).id
     }
 
     /// `id`'s caller was cancelled: returns whether it was waiting (and is no longer). An `id` not seen
     /// yet is refused when it asks; one already running is not affected.
     mutating func cancel(_ id: WorkID, hasAsked: Bool) -> Bool {
-        if let index = waiting.firstIndex(of: id) {
+        if let index = waiting.firstIndex(where: { $0.id == id }) {
             waiting.remove(at: index)
             return true
         }

@@ -3,7 +3,8 @@ import Dispatch
 import Synchronization
 
 /// Runs decoding and processing work off the caller's thread and off Swift's cooperative pool (a
-/// 12-megapixel JPEG is tens of milliseconds of CPU), at most ``DecodeLimiterStateMachine/limit`` at once.
+/// 12-megapixel JPEG is tens of milliseconds of CPU), at most ``DecodeLimiterStateMachine/limit`` at
+/// once, the highest priority first.
 final class ImageDecodeQueue: Sendable {
     private struct State: Sendable {
         var machine: DecodeLimiterStateMachine
@@ -14,7 +15,7 @@ final class ImageDecodeQueue: Sendable {
 
     private let state: Mutex<State>
     private let queue = DispatchQueue(label: "courier.images.decode", qos: .userInitiated, attributes: .concurrent)
-    /// Decodes (and processings) run so far: tests check that coalesced requests decode once.
+    /// Work run so far (for diagnostics).
     let completedWork = Atomic<Int>(0)
 
     init(limit: Int) {
@@ -22,8 +23,11 @@ final class ImageDecodeQueue: Sendable {
     }
 
     /// Runs `work` when a slot is free.
+    /// - Parameter priority: Who goes first when several wait.
     /// - Throws: `.cancelled` when the calling task was cancelled while waiting, or what `work` throws.
-    func run<T: Sendable>(_ work: @escaping @Sendable () throws(NetworkError) -> T) async throws(NetworkError) -> T {
+    func run<T: Sendable>(
+        priority: NetworkOperation.Priority = .normal, _ work: @escaping @Sendable () throws(NetworkError) -> T
+    ) async throws(NetworkError) -> T {
         let id = state.withLock { state in
             defer { state.nextID += 1 }
             return state.nextID
@@ -32,7 +36,7 @@ final class ImageDecodeQueue: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let result = state.withLock { state in
                     state.asked.insert(id)
-                    let result = state.machine.acquire(id)
+                    let result = state.machine.acquire(id, priority: priority)
                     if result == .wait { state.waiters[id] = continuation }
                     return result
                 }

@@ -37,6 +37,11 @@ struct ImageMemoryCacheState<Key: Hashable & Sendable>: Sendable {
         lru.remove(key)
     }
 
+    /// Forgets every image whose key matches.
+    mutating func removeAll(where matches: (Key) -> Bool) {
+        for key in images.keys where matches(key) { remove(key) }
+    }
+
     /// Evicts least recently used images until at most `bytes` are held.
     mutating func trim(toBytes bytes: Int) {
         for evicted in lru.trim(to: bytes) { images[evicted] = nil }

@@ -26,6 +26,7 @@ extension ImagePipeline {
     ) -> ImageTask {
         let callbackQueue = engine.configuration.callbackQueue
         return ImageTask(Task {
+            // (`image` reports `.cancelled` at once when the task was cancelled before it began.)
             let result: Result<CourierImage, NetworkError>
             do throws(NetworkError) {
                 result = .success(try await self.image(url: url, engine: engine, thumbnail: thumbnail, priority: priority))

@@ -19,8 +19,8 @@ import Synchronization
 ///    GETs, the HTTP cache with the encoded bytes), then a decode chosen by the bytes' signature (never the
 ///    URL or `Content-Type`), downscaled early where the format allows (JPEG), then the thumbnail.
 ///
-/// Images are cached in memory per engine: an image fetched with one engine's credentials is never
-/// served to another. Thumbnails on disk are keyed by URL and size.
+/// Images are cached in memory per engine (and per credentials in the URL): an image fetched with one
+/// engine's credentials is never served to another. Thumbnails on disk hold only public images.
 public final class ImagePipeline: Sendable {
     /// How a pipeline caches and decodes.
     public struct Configuration: Sendable {
@@ -36,7 +36,12 @@ public final class ImagePipeline: Sendable {
         public var maximumPixelCount = ImageDecodingOptions().maximumPixelCount
         /// A directory for processed thumbnails, kept across launches (created if missing); `nil` (the
         /// default) keeps none. Full-size images are never written there: the HTTP cache has their bytes.
+        /// Only public images go there: a response the server marked `private` or `no-store`, or one
+        /// fetched with credentials (an `Authorization` field, cookies, an API key), is not stored, so a
+        /// thumbnail on disk can be served to any engine.
         public var thumbnailDirectory: URL?
+        /// How long a thumbnail on disk is used before the image is fetched again. Default: 7 days.
+        public var thumbnailMaximumAge: Duration = .seconds(7 * 24 * 3600)
         /// How thumbnails are stored in ``thumbnailDirectory``: PNG for images with alpha, this otherwise.
         public var thumbnailEncoding = ImageEncoding.jpeg(quality: 85)
 
@@ -58,12 +63,15 @@ public final class ImagePipeline: Sendable {
     struct Key: Hashable, Sendable {
         let engine: UInt64
         let url: String
+        /// A digest of credentials the URL itself carried (`user:password@`), which leave the URL for an
+        /// `Authorization` field: two users of one engine and URL are two entries.
+        let userInfo: String?
         let thumbnail: Thumbnail?
     }
 
-    /// A running task: what the pipeline needs to cancel it.
+    /// A running task: what the pipeline needs to cancel it and to follow its priority.
     struct Running: Sendable {
-        var operation: NetworkOperation?
+        let operation: NetworkOperation
         var task: Task<Void, Never>?
     }
 
@@ -92,7 +100,7 @@ public final class ImagePipeline: Sendable {
         self.configuration = configuration
         self.memory = Mutex(ImageMemoryCacheState(countLimit: configuration.memoryCacheCountLimit, byteLimit: configuration.memoryCacheByteLimit))
         self.decodeQueue = ImageDecodeQueue(limit: configuration.maximumConcurrentDecodes)
-        self.disk = configuration.thumbnailDirectory.map { ThumbnailDiskCache(directory: $0) }
+        self.disk = configuration.thumbnailDirectory.map { ThumbnailDiskCache(directory: $0, maximumAge: configuration.thumbnailMaximumAge) }
         #if canImport(Darwin)
         // Memory pressure: half the cache on a warning, all of it when critical.
         let warning = DispatchSource.makeMemoryPressureSource(eventMask: .warning, queue: .global(qos: .utility))
@@ -116,7 +124,22 @@ public final class ImagePipeline: Sendable {
     /// The decoded image the memory cache holds for `url` (as `engine` would build it) and `thumbnail`,
     /// without fetching anything.
     public func cachedImage(url: String, engine: NetworkEngine, thumbnail: Thumbnail? = nil) -> CourierImage? {
-        memory.withLock { $0.image(for: Key(engine: engine.id, url: engine.operation(url: url).urlString, thumbnail: thumbnail)) }
+        let key = Self.key(url: url, operation: engine.operation(url: url), engine: engine, thumbnail: thumbnail)
+        return memory.withLock { $0.image(for: key) }
+    }
+
+    /// Forgets the decoded images fetched with `engine` (its user signed out, its token changed).
+    public func removeCachedImages(for engine: NetworkEngine) {
+        let id = engine.id
+        memory.withLock { $0.removeAll { $0.engine == id } }
+    }
+
+    static func key(url: String, operation: NetworkOperation, engine: NetworkEngine, thumbnail: Thumbnail?) -> Key {
+        let userInfo = URLComponents(string: url).flatMap { components -> String? in
+            guard components.user != nil || components.password != nil else { return nil }
+            return Digests.sha256Hex(of: "\(components.user ?? ""):\(components.password ?? "")")
+        }
+        return Key(engine: engine.id, url: operation.urlString, userInfo: userInfo, thumbnail: thumbnail)
     }
 
     /// How many decoded images the memory cache holds, and their pixels' bytes.
@@ -124,9 +147,14 @@ public final class ImagePipeline: Sendable {
         memory.withLock { ($0.count, $0.totalBytes) }
     }
 
-    /// Empties the memory cache (the disk's thumbnails stay).
+    /// Empties the memory cache (the disk's thumbnails stay: ``removeAllThumbnails()``).
     public func removeAllCachedImages() {
         memory.withLock { $0.trim(toBytes: 0) }
+    }
+
+    /// Deletes every thumbnail of ``Configuration/thumbnailDirectory`` (in the background; awaits the end).
+    public func removeAllThumbnails() async {
+        await disk?.removeAll()
     }
 
     /// Evicts the least recently used images until at most `bytes` of pixels are held (for an app's own

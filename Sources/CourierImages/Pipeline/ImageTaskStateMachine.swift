@@ -46,6 +46,9 @@ struct ImageTaskStateMachine<Key: Hashable & Sendable>: Sendable {
     /// The subscribers waiting for the task of `key`.
     func subscriberCount(for key: Key) -> Int { tasks[key]?.subscribers.count ?? 0 }
 
+    /// The running task of `key`.
+    func taskID(for key: Key) -> TaskID? { tasks[key]?.id }
+
     /// `subscriber` wants the image of `key` at `priority`.
     mutating func subscribe(_ subscriber: SubscriberID, to key: Key, priority: Priority) -> SubscribeAction {
         if var task = tasks[key] {
