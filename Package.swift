@@ -54,9 +54,35 @@ let package = Package(
         ),
         .target(
             name: "CourierImages",
-            dependencies: ["Courier"],
+            dependencies: [
+                "Courier",
+                // Linux: the codecs go through the C shim (libpng, libjpeg-turbo, libwebp, giflib); Apple
+                // platforms use ImageIO.
+                .target(name: "CCourierImageCodecs", condition: .when(platforms: [.linux])),
+            ],
             swiftSettings: swiftSettings
         ),
+        // The C side of the Linux codecs: every entry point returns an error code and a message (libjpeg's
+        // errors longjmp, which must never cross a Swift frame; giflib reads from memory through a callback).
+        .target(
+            name: "CCourierImageCodecs",
+            dependencies: [
+                .target(name: "CLibPNG", condition: .when(platforms: [.linux])),
+                .target(name: "CLibJPEG", condition: .when(platforms: [.linux])),
+                .target(name: "CLibWebP", condition: .when(platforms: [.linux])),
+                .target(name: "CGIFLib", condition: .when(platforms: [.linux])),
+            ],
+            linkerSettings: [
+                .linkedLibrary("png16", .when(platforms: [.linux])),
+                .linkedLibrary("jpeg", .when(platforms: [.linux])),
+                .linkedLibrary("webp", .when(platforms: [.linux])),
+                .linkedLibrary("gif", .when(platforms: [.linux])),
+            ]
+        ),
+        .systemLibrary(name: "CLibPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CLibJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg62-turbo-dev"])]),
+        .systemLibrary(name: "CLibWebP", pkgConfig: "libwebp", providers: [.apt(["libwebp-dev"])]),
+        .systemLibrary(name: "CGIFLib", pkgConfig: "libgif", providers: [.apt(["libgif-dev"])]),
         .target(
             name: "CourierTestServer",
             dependencies: [
@@ -98,6 +124,12 @@ let package = Package(
         .target(
             name: "DocSamples",
             dependencies: ["Courier", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CourierImagesTests",
+            dependencies: ["CourierImages"],
+            resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
