@@ -32,6 +32,9 @@ int ccic_png_read_header(ccic_png_decoder *decoder, const uint8_t *data, size_t 
     if (image->width == 0 || image->height == 0 || image->width > 0x7fffffff || image->height > 0x7fffffff) {
         return ccic_fail(CCIC_INVALID, message, capacity, "PNG declares %ux%u", image->width, image->height);
     }
+    // 16-bit samples are sRGB-encoded like 8-bit ones (libpng would otherwise assume linear light and
+    // re-encode them when reducing to 8 bits, unlike every other decoder).
+    image->flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
     *width = (int)image->width;
     *height = (int)image->height;
     if (image->format & PNG_FORMAT_FLAG_ALPHA) {
