@@ -44,91 +44,88 @@ enum AreaResampler {
 
     /// Resamples the `region` (in source pixels, fractional) of `source` (`width` x `height`, `channels`
     /// bytes per pixel, alpha last when `alpha`) to `outWidth` x `outHeight`.
+    ///
+    /// Vertical pass first, one output row at a time: the source rows an output row covers are summed into
+    /// one Float row (a contiguous loop the compiler vectorises), then that row is averaged horizontally.
+    /// No intermediate image; every source byte in the region is read once per output row it touches.
     static func resample(
         _ source: UnsafeBufferPointer<UInt8>, width: Int, height: Int, channels: Int, alpha: Bool,
         region: (x: Double, y: Double, width: Double, height: Double), outWidth: Int, outHeight: Int
     ) -> [UInt8] {
         let horizontal = Axis(origin: region.x, length: region.width, size: width, output: outWidth)
         let vertical = Axis(origin: region.y, length: region.height, size: height, output: outHeight)
-        // The source rows the vertical pass reads.
-        let firstRow = vertical.starts.first ?? 0
-        let lastRow = (vertical.starts.last ?? 0) + (vertical.counts.last ?? 1)
-        let rows = lastRow - firstRow
-        let rowFloats = outWidth * channels
-        var intermediate = [Float](repeating: 0, count: rows * rowFloats)
-        let src = source.baseAddress!
-        // Horizontal pass: source rows -> outWidth columns, Float, premultiplied when alpha.
-        intermediate.withUnsafeMutableBufferPointer { tmp in
-            horizontal.weights.withUnsafeBufferPointer { weights in
-                let t = tmp.baseAddress!, wts = weights.baseAddress!, taps = horizontal.taps
-                for row in 0..<rows {
-                    let line = src + (firstRow + row) * width * channels
-                    let out = t + row * rowFloats
-                    for x in 0..<outWidth {
-                        let start = horizontal.starts[x], count = horizontal.counts[x]
-                        let w = wts + x * taps
-                        var p = line + start * channels
-                        switch (channels, alpha) {
-                        case (1, _):
-                            var s0: Float = 0
-                            for k in 0..<count { s0 += w[k] * Float(p[0]); p += 1 }
-                            out[x] = s0
-                        case (3, _):
-                            var s0: Float = 0, s1: Float = 0, s2: Float = 0
-                            for k in 0..<count {
-                                let wk = w[k]
-                                s0 += wk * Float(p[0]); s1 += wk * Float(p[1]); s2 += wk * Float(p[2])
-                                p += 3
+        // The source columns the horizontal pass reads.
+        let firstColumn = horizontal.starts.first ?? 0
+        let lastColumn = (horizontal.starts.last ?? 0) + (horizontal.counts.last ?? 1)
+        let span = (lastColumn - firstColumn) * channels
+        let count = outWidth * outHeight * channels
+        var accumulator = [Float](repeating: 0, count: span)
+        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            accumulator.withUnsafeMutableBufferPointer { accumulatorBuffer in
+                let src = source.baseAddress!, acc = accumulatorBuffer.baseAddress!, dst = buffer.baseAddress!
+                let rowBytes = width * channels
+                for y in 0..<outHeight {
+                    // Vertical: acc = sum of weighted source rows (premultiplied when alpha).
+                    let rowStart = vertical.starts[y], taps = vertical.counts[y]
+                    for k in 0..<taps {
+                        let w = vertical.weights[y * vertical.taps + k]
+                        let row = src + (rowStart + k) * rowBytes + firstColumn * channels
+                        if alpha {
+                            var i = 0
+                            while i < span {
+                                let a = w * Float(row[i + 3])
+                                let r = a * Float(row[i]), g = a * Float(row[i + 1]), b = a * Float(row[i + 2])
+                                if k == 0 {
+                                    acc[i] = r; acc[i + 1] = g; acc[i + 2] = b; acc[i + 3] = a
+                                } else {
+                                    acc[i] += r; acc[i + 1] += g; acc[i + 2] += b; acc[i + 3] += a
+                                }
+                                i += 4
                             }
-                            out[x * 3] = s0; out[x * 3 + 1] = s1; out[x * 3 + 2] = s2
-                        default:
-                            var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
-                            for k in 0..<count {
-                                let a = Float(p[3]), wk = w[k], wa = wk * a
-                                s0 += wa * Float(p[0]); s1 += wa * Float(p[1]); s2 += wa * Float(p[2]); s3 += wa
-                                p += 4
-                            }
-                            out[x * 4] = s0; out[x * 4 + 1] = s1; out[x * 4 + 2] = s2; out[x * 4 + 3] = s3
+                        } else if k == 0 {
+                            for i in 0..<span { acc[i] = w * Float(row[i]) }
+                        } else {
+                            for i in 0..<span { acc[i] += w * Float(row[i]) }
                         }
                     }
-                }
-            }
-        }
-        // Vertical pass: rows of the intermediate -> output rows, then back to bytes.
-        let count = outWidth * outHeight * channels
-        return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            var accumulator = [Float](repeating: 0, count: rowFloats)
-            intermediate.withUnsafeBufferPointer { tmp in
-                accumulator.withUnsafeMutableBufferPointer { acc in
-                    let t = tmp.baseAddress!, sum = acc.baseAddress!, dst = buffer.baseAddress!
-                    for y in 0..<outHeight {
-                        let start = vertical.starts[y] - firstRow, taps = vertical.counts[y]
-                        let w0 = vertical.weights[y * vertical.taps]
-                        var row = t + start * rowFloats
-                        for i in 0..<rowFloats { sum[i] = w0 * row[i] }
-                        if taps > 1 {
-                            for k in 1..<taps {
-                                let wk = vertical.weights[y * vertical.taps + k]
-                                row += rowFloats
-                                for i in 0..<rowFloats { sum[i] += wk * row[i] }
-                            }
-                        }
-                        let out = dst + y * rowFloats
-                        if alpha {
-                            for x in 0..<outWidth {
-                                let a = sum[x * 4 + 3]
-                                if a > 0 {
-                                    let inverse = 1 / a
-                                    out[x * 4] = toByte(sum[x * 4] * inverse)
-                                    out[x * 4 + 1] = toByte(sum[x * 4 + 1] * inverse)
-                                    out[x * 4 + 2] = toByte(sum[x * 4 + 2] * inverse)
-                                } else {
-                                    out[x * 4] = 0; out[x * 4 + 1] = 0; out[x * 4 + 2] = 0
+                    // Horizontal: average acc's columns into the output row.
+                    let out = dst + y * outWidth * channels
+                    horizontal.weights.withUnsafeBufferPointer { weights in
+                        let wts = weights.baseAddress!
+                        for x in 0..<outWidth {
+                            let w = wts + x * horizontal.taps, taps = horizontal.counts[x]
+                            let p = acc + (horizontal.starts[x] - firstColumn) * channels
+                            let o = out + x * channels
+                            switch channels {
+                            case 1:
+                                var s0: Float = 0
+                                for k in 0..<taps { s0 += w[k] * p[k] }
+                                o[0] = toByte(s0)
+                            case 3:
+                                var s0: Float = 0, s1: Float = 0, s2: Float = 0
+                                for k in 0..<taps {
+                                    let wk = w[k], q = p + k * 3
+                                    s0 += wk * q[0]; s1 += wk * q[1]; s2 += wk * q[2]
                                 }
-                                out[x * 4 + 3] = toByte(a)
+                                o[0] = toByte(s0); o[1] = toByte(s1); o[2] = toByte(s2)
+                            default:
+                                var s0: Float = 0, s1: Float = 0, s2: Float = 0, s3: Float = 0
+                                for k in 0..<taps {
+                                    let wk = w[k], q = p + k * 4
+                                    s0 += wk * q[0]; s1 += wk * q[1]; s2 += wk * q[2]; s3 += wk * q[3]
+                                }
+                                if alpha {
+                                    if s3 > 0 {
+                                        let inverse = 1 / s3
+                                        o[0] = toByte(s0 * inverse); o[1] = toByte(s1 * inverse); o[2] = toByte(s2 * inverse)
+                                    } else {
+                                        o[0] = 0; o[1] = 0; o[2] = 0
+                                    }
+                                } else {
+                                    o[0] = toByte(s0); o[1] = toByte(s1); o[2] = toByte(s2)
+                                }
+                                o[3] = toByte(s3)
                             }
-                        } else {
-                            for i in 0..<rowFloats { out[i] = toByte(sum[i]) }
                         }
                     }
                 }
