@@ -74,8 +74,8 @@ void ccic_jpeg_decoder_destroy(ccic_jpeg_decoder *decoder) {
     free(decoder);
 }
 
-int ccic_jpeg_read_header(ccic_jpeg_decoder *decoder, const uint8_t *data, size_t length, int target_max_pixel_size,
-                          ccic_jpeg_info *info, char *message, size_t capacity) {
+int ccic_jpeg_read_header(ccic_jpeg_decoder *decoder, const uint8_t *data, size_t length, ccic_jpeg_info *info,
+                          char *message, size_t capacity) {
     struct jpeg_decompress_struct *cinfo = &decoder->cinfo;
     memset(info, 0, sizeof(*info));
     if (length == 0 || decoder->created) return ccic_fail(CCIC_INVALID, message, capacity, "empty JPEG");
@@ -109,14 +109,6 @@ int ccic_jpeg_read_header(ccic_jpeg_decoder *decoder, const uint8_t *data, size_
     }
     cinfo->scale_num = 8;
     cinfo->scale_denom = 8;
-    if (target_max_pixel_size > 0) {
-        for (unsigned int m = 1; m <= 8; m++) {
-            cinfo->scale_num = m;
-            jpeg_calc_output_dimensions(cinfo);
-            JDIMENSION longer = cinfo->output_width > cinfo->output_height ? cinfo->output_width : cinfo->output_height;
-            if (longer >= (JDIMENSION)target_max_pixel_size) break;
-        }
-    }
     jpeg_calc_output_dimensions(cinfo);
     info->width = (int)cinfo->image_width;
     info->height = (int)cinfo->image_height;
@@ -130,6 +122,23 @@ int ccic_jpeg_read_header(ccic_jpeg_decoder *decoder, const uint8_t *data, size_
             break;
         }
     }
+    return CCIC_OK;
+}
+
+int ccic_jpeg_set_scale(ccic_jpeg_decoder *decoder, int scale_num, ccic_jpeg_info *info, char *message,
+                        size_t capacity) {
+    struct jpeg_decompress_struct *cinfo = &decoder->cinfo;
+    if (!decoder->created || scale_num < 1 || scale_num > 8) {
+        return ccic_fail(CCIC_INVALID, message, capacity, "bad JPEG scale %d/8", scale_num);
+    }
+    if (setjmp(decoder->error.jump)) {
+        return ccic_jpeg_failure((j_common_ptr)cinfo, &decoder->error, message, capacity);
+    }
+    cinfo->scale_num = (unsigned int)scale_num;
+    cinfo->scale_denom = 8;
+    jpeg_calc_output_dimensions(cinfo);
+    info->output_width = (int)cinfo->output_width;
+    info->output_height = (int)cinfo->output_height;
     return CCIC_OK;
 }
 

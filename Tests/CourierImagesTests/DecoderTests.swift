@@ -68,6 +68,40 @@ struct DecoderTests {
         #expect(Double(difference) / Double(full.pixels.count) < 6)
     }
 
+    @Test("DCT scaling for a thumbnail: never so small that the thumbnail needs upscaling")
+    func dctScalingForThumbnail() throws {
+        let jpeg = try Fixtures.pattern(800, 200).encoded(as: .jpeg(quality: 90))
+        func size(_ options: ImageDecodingOptions) throws -> [Int] {
+            let image = try ImageDecoders.decode(jpeg, options: options)
+            return [image.width, image.height]
+        }
+        #expect(try size(ImageDecodingOptions(targetMaxPixelSize: 100)) == [100, 25])
+        #expect(try size(ImageDecodingOptions(thumbnail: Thumbnail(maxPixelSize: 100))) == [100, 25])
+        #expect(try size(ImageDecodingOptions(thumbnail: Thumbnail(width: 100, height: 100, contentMode: .fill))) == [400, 100])
+        #expect(try size(ImageDecodingOptions(thumbnail: Thumbnail(width: 800, height: 10, contentMode: .fill))) == [800, 200])
+        let filled = try ImageDecoders.decode(jpeg, options: ImageDecodingOptions(thumbnail: Thumbnail(width: 100, height: 100, contentMode: .fill)))
+            .thumbnail(Thumbnail(width: 100, height: 100, contentMode: .fill))
+        #expect(filled.width == 100 && filled.height == 100)
+        // Judged on the picture as shown: exif-6.jpg is stored 64x48, shown 48x64.
+        let rotated = try ImageDecoders.decode(Fixtures.data("exif-6.jpg"), options: ImageDecodingOptions(thumbnail: Thumbnail(width: 24, height: 8)))
+        #expect(rotated.width == 6 && rotated.height == 8)
+    }
+
+    @Test("Decoders run concurrently")
+    func concurrent() async throws {
+        let names = ["rgb.png", "photo.jpg", "lossy-alpha.webp", "transparent.gif", "exif-8.jpg", "progressive.jpg"]
+        let expected = try names.map { try ImageDecoders.decode(Fixtures.data($0)) }
+        let data = try names.map { try Fixtures.data($0) }
+        try await withThrowingTaskGroup(of: (Int, CourierImage).self) { group in
+            for round in 0..<4 {
+                for index in names.indices {
+                    group.addTask { _ = round; return (index, try ImageDecoders.decode(data[index])) }
+                }
+            }
+            for try await (index, image) in group { #expect(image == expected[index]) }
+        }
+    }
+
     @Test("A 1x1 image decodes")
     func onePixel() throws {
         let png = try ImageDecoders.decode(Fixtures.data("one.png"))

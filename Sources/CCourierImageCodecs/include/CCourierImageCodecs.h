@@ -30,10 +30,12 @@ typedef struct ccic_jpeg_info {
 
 ccic_jpeg_decoder *ccic_jpeg_decoder_create(void);
 void ccic_jpeg_decoder_destroy(ccic_jpeg_decoder *decoder);
-// Reads the headers of `data` (which must stay valid until destroy). `target_max_pixel_size` > 0 chooses the
-// smallest DCT scale M/8 (M = 1...8) whose output's longer side is still >= the target.
-int ccic_jpeg_read_header(ccic_jpeg_decoder *decoder, const uint8_t *data, size_t length, int target_max_pixel_size,
-                          ccic_jpeg_info *info, char *message, size_t capacity);
+// Reads the headers of `data` (which must stay valid until destroy); the output size is the full size.
+int ccic_jpeg_read_header(ccic_jpeg_decoder *decoder, const uint8_t *data, size_t length, ccic_jpeg_info *info,
+                          char *message, size_t capacity);
+// Decodes at the DCT scale M/8 (M = 1...8) instead; updates info's output size.
+int ccic_jpeg_set_scale(ccic_jpeg_decoder *decoder, int scale_num, ccic_jpeg_info *info, char *message,
+                        size_t capacity);
 // Decodes into `pixels` (output_height rows of `stride` >= output_width * channels bytes). A truncated file
 // (libjpeg's "premature end") is CCIC_INVALID.
 int ccic_jpeg_decode(ccic_jpeg_decoder *decoder, uint8_t *pixels, size_t stride, char *message, size_t capacity);

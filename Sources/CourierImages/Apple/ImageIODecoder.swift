@@ -4,8 +4,9 @@ import Foundation
 import ImageIO
 
 /// PNG, JPEG, WebP and GIF (first frame) through ImageIO. The orientation is applied by ImageIO
-/// (`kCGImageSourceCreateThumbnailWithTransform`); with ``ImageDecodingOptions/targetMaxPixelSize`` ImageIO
-/// decodes straight to that size (its thumbnail path, which uses JPEG's DCT scaling).
+/// (`kCGImageSourceCreateThumbnailWithTransform`); with ``ImageDecodingOptions/targetMaxPixelSize`` or
+/// ``ImageDecodingOptions/thumbnail`` ImageIO decodes straight to the size needed (its thumbnail path, which
+/// uses JPEG's DCT scaling).
 struct ImageIODecoder: ImageDecoder {
     func canDecode(_ data: Data) -> Bool { ImageFormat(sniffing: data) != nil }
 
@@ -26,11 +27,14 @@ struct ImageIODecoder: ImageDecoder {
         guard CGImageSourceGetStatusAtIndex(source, 0) == .statusComplete else {
             throw NetworkError(.invalidImage, "truncated or corrupt \(format)")
         }
+        let orientation = (properties[kCGImagePropertyOrientation] as? NSNumber)?.intValue ?? 1
+        let shown = options.appliesOrientation && orientation >= 5 ? (height, width) : (width, height)
         let longer = max(width, height)
+        let size = Int((Double(longer) * options.neededScale(width: shown.0, height: shown.1)).rounded(.up))
         let thumbnailOptions: [CFString: Any] = [
             kCGImageSourceCreateThumbnailFromImageAlways: true,
             kCGImageSourceCreateThumbnailWithTransform: options.appliesOrientation,
-            kCGImageSourceThumbnailMaxPixelSize: min(longer, max(1, options.targetMaxPixelSize ?? longer)),
+            kCGImageSourceThumbnailMaxPixelSize: min(longer, max(1, size)),
             kCGImageSourceShouldCacheImmediately: true,
         ]
         guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, thumbnailOptions as CFDictionary) else {

@@ -17,6 +17,31 @@ extension ImageDecodingOptions {
     }
 }
 
+extension ImageDecodingOptions {
+    /// The smallest fraction of an image shown `width` x `height` (orientation applied) the caller needs:
+    /// 1 without ``targetMaxPixelSize`` and ``thumbnail``.
+    func neededScale(width: Int, height: Int) -> Double {
+        guard targetMaxPixelSize != nil || thumbnail != nil else { return 1 }
+        var scale = 0.0
+        if let target = targetMaxPixelSize { scale = Double(max(1, target)) / Double(max(width, height)) }
+        if let thumbnail { scale = max(scale, thumbnail.scale(width: width, height: height)) }
+        return min(1, scale)
+    }
+
+    /// The JPEG DCT scale numerator M (of M/8, 1...8) to decode at: the smallest whose output (libjpeg
+    /// rounds up) still has its longer side >= ``targetMaxPixelSize`` and is large enough for ``thumbnail``.
+    func jpegScale(width: Int, height: Int) -> Int {
+        guard targetMaxPixelSize != nil || thumbnail != nil else { return 8 }
+        for m in 1...8 {
+            let scaledWidth = (width * m + 7) / 8, scaledHeight = (height * m + 7) / 8
+            if let target = targetMaxPixelSize, max(scaledWidth, scaledHeight) < min(target, max(width, height)) { continue }
+            if let thumbnail, Double(m) / 8 < thumbnail.scale(width: width, height: height) - 1e-9 { continue }
+            return m
+        }
+        return 8
+    }
+}
+
 /// Calls `body` with `data`'s bytes (never a nil base address: empty data is `.invalidImage`), for decoders
 /// whose C side reads the bytes across several calls.
 func withImageBytes<R>(

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A decoded image: its size, how its pixels are laid out, and the pixels themselves.
 ///
