@@ -76,6 +76,26 @@ struct ThumbnailTests {
         #expect(blocks.resized(width: 2, height: 2).pixels == [6, 100, 50, 4])
     }
 
+    @Test("Matches exact area averaging (rational arithmetic) within rounding", arguments: [
+        ("31x19", 31, 19), ("13x13", 13, 13), ("96x60", 96, 60),
+    ])
+    func pillowBox(name: String, width: Int, height: Int) throws {
+        let noise = try ImageDecoders.decode(Fixtures.data("noise.png"))
+        let expected = try [UInt8](Fixtures.data("noise.png.area-\(name).rgba"))
+        let resized = noise.resized(width: width, height: height).converted(to: .rgba8)
+        let largest = zip(resized.pixels, expected).map { abs(Int($0) - Int($1)) }.max() ?? 0
+        #expect(resized.pixels.count == expected.count && largest <= 1, "largest difference \(largest)")
+    }
+
+    @Test("A .fill thumbnail is the exact area average of the centred crop")
+    func pillowFill() throws {
+        let noise = try ImageDecoders.decode(Fixtures.data("noise.png"))
+        let expected = try [UInt8](Fixtures.data("noise.png.area-20x20-18,0,79,61.rgba"))
+        let filled = noise.thumbnail(Thumbnail(width: 20, height: 20, contentMode: .fill)).converted(to: .rgba8)
+        let largest = zip(filled.pixels, expected).map { abs(Int($0) - Int($1)) }.max() ?? 0
+        #expect(filled.pixels.count == expected.count && largest <= 1, "largest difference \(largest)")
+    }
+
     @Test("RGBA is averaged premultiplied: a transparent pixel's colour does not bleed")
     func premultiplied() throws {
         let image = try CourierImage(width: 2, height: 1, pixelFormat: .rgba8, pixels: [255, 0, 0, 255, 0, 255, 0, 0])
