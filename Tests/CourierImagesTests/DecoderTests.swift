@@ -5,7 +5,7 @@ import Testing
 @Suite("Decoders against Pillow")
 struct DecoderTests {
     @Test("Lossless formats decode exactly as Pillow does", arguments: [
-        "rgb.png", "rgba.png", "gray.png", "palette-trns.png", "lossless.webp", "transparent.gif", "animated.gif", "one.png",
+        "rgb.png", "rgba.png", "gray.png", "gray-alpha.png", "palette-trns.png", "lossless.webp", "transparent.gif", "animated.gif", "one.png",
     ])
     func lossless(name: String) throws {
         let result = try Fixtures.compare(name)
@@ -26,9 +26,9 @@ struct DecoderTests {
         #expect(try ImageDecoders.decode(Fixtures.data("rgb.png")).sourceFormat == .png)
     }
 
-    @Test("A 16-bit PNG is reduced to 8 bits (rounded)")
-    func sixteenBit() throws {
-        let result = try Fixtures.compare("rgb16.png")
+    @Test("16-bit PNGs are reduced to 8 bits (rounded), alpha straight", arguments: ["rgb16.png", "rgba16.png"])
+    func sixteenBit(name: String) throws {
+        let result = try Fixtures.compare(name)
         #expect(result.max <= 1, "max \(result.max)")
     }
 
