@@ -23,10 +23,6 @@ struct ImageIODecoder: ImageDecoder {
             throw NetworkError(.invalidImage, "invalid \(format)")
         }
         try options.checkDeclaredSize(width: width, height: height, format: format)
-        // A truncated file decodes partially (gray) in ImageIO: refuse it instead.
-        guard CGImageSourceGetStatusAtIndex(source, 0) == .statusComplete else {
-            throw NetworkError(.invalidImage, "truncated or corrupt \(format)")
-        }
         let orientation = (properties[kCGImagePropertyOrientation] as? NSNumber)?.intValue ?? 1
         let shown = options.appliesOrientation && orientation >= 5 ? (height, width) : (width, height)
         let longer = max(width, height)
@@ -39,6 +35,10 @@ struct ImageIODecoder: ImageDecoder {
         ]
         guard let cgImage = CGImageSourceCreateThumbnailAtIndex(source, 0, thumbnailOptions as CFDictionary) else {
             throw NetworkError(.invalidImage, "ImageIO cannot decode this \(format)")
+        }
+        // A truncated file decodes partially (gray) in ImageIO; the status, known once it has decoded, says so.
+        guard CGImageSourceGetStatusAtIndex(source, 0) == .statusComplete else {
+            throw NetworkError(.invalidImage, "truncated or corrupt \(format)")
         }
         var image = try CourierImage(cgImage: cgImage)
         image.sourceFormat = format
