@@ -54,9 +54,36 @@ let package = Package(
         ),
         .target(
             name: "CourierImages",
-            dependencies: ["Courier", .product(name: "DequeModule", package: "swift-collections")],
+            dependencies: [
+                "Courier",
+                .product(name: "DequeModule", package: "swift-collections"),
+                // Linux: the codecs go through the C shim (libpng, libjpeg-turbo, libwebp, giflib); Apple
+                // platforms use ImageIO.
+                .target(name: "CCourierImageCodecs", condition: .when(platforms: [.linux])),
+            ],
             swiftSettings: swiftSettings
         ),
+        // The C side of the Linux codecs: every entry point returns an error code and a message (libjpeg's
+        // errors longjmp, which must never cross a Swift frame; giflib reads from memory through a callback).
+        .target(
+            name: "CCourierImageCodecs",
+            dependencies: [
+                .target(name: "CLibPNG", condition: .when(platforms: [.linux])),
+                .target(name: "CLibJPEG", condition: .when(platforms: [.linux])),
+                .target(name: "CLibWebP", condition: .when(platforms: [.linux])),
+                .target(name: "CGIFLib", condition: .when(platforms: [.linux])),
+            ],
+            linkerSettings: [
+                .linkedLibrary("png16", .when(platforms: [.linux])),
+                .linkedLibrary("jpeg", .when(platforms: [.linux])),
+                .linkedLibrary("webp", .when(platforms: [.linux])),
+                .linkedLibrary("gif", .when(platforms: [.linux])),
+            ]
+        ),
+        .systemLibrary(name: "CLibPNG", pkgConfig: "libpng16", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CLibJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg-dev"])]),
+        .systemLibrary(name: "CLibWebP", pkgConfig: "libwebp", providers: [.apt(["libwebp-dev"])]),
+        .systemLibrary(name: "CGIFLib", pkgConfig: "libgif", providers: [.apt(["libgif-dev"])]),
         .target(
             name: "CourierTestServer",
             dependencies: [
@@ -102,6 +129,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "CourierImagesTests",
+            dependencies: ["CourierImages", "CourierTestServer"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "CourierTests",
             dependencies: [
                 "Courier",
@@ -115,11 +148,6 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "CourierImagesTests",
-            dependencies: ["CourierImages", "CourierTestServer"],
             swiftSettings: swiftSettings
         ),
     ],

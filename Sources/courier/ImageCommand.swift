@@ -60,7 +60,7 @@ struct ImageCommand: AsyncParsableCommand {
         }
         let decodingOptions = options
         let pair = try await Self.failingWithStatus1 { () async throws(NetworkError) -> [CourierImage] in
-            do {
+            do throws(NetworkError) {
                 return try await Self.onWorkQueue { () throws(NetworkError) -> [CourierImage] in
                     let image = try ImageDecoders.decode(data, options: decodingOptions)
                     return [image, box.map { image.thumbnail($0) } ?? image]
@@ -87,8 +87,9 @@ struct ImageCommand: AsyncParsableCommand {
                 try await Self.onWorkQueue { () throws(NetworkError) in
                     do {
                         // A regular file is replaced whole (atomically); /dev/stdout, a pipe and the like are written.
-                        let isRegular = (try? FileManager.default.attributesOfItem(atPath: output))?[.type] as? FileAttributeType
-                        try encoded.write(to: URL(fileURLWithPath: output), options: isRegular.map { $0 == .typeRegular } ?? true ? .atomic : [])
+                        let type = (try? FileManager.default.attributesOfItem(atPath: output))?[.type] as? FileAttributeType
+                        let options: Data.WritingOptions = type == nil || type == .typeRegular ? .atomic : []
+                        try encoded.write(to: URL(fileURLWithPath: output), options: options)
                     } catch {
                         throw NetworkError(.fileUnavailable, "cannot write \(output): \(error.localizedDescription)")
                     }

@@ -26,11 +26,20 @@ public struct ImageDecodingOptions: Sendable, Hashable {
     public var targetMaxPixelSize: Int?
     /// Whether to apply the file's orientation (EXIF), so pixels come out as the picture should be shown.
     public var appliesOrientation: Bool
+    /// The thumbnail the caller will make of the image, when it makes one: decoders that can decode at a
+    /// reduced size cheaply do, never so small that the thumbnail would need upscaling. Better than
+    /// ``targetMaxPixelSize`` for `.fill` and non-square boxes (a panorama filling a square needs its
+    /// shorter side, not its longer one, at the box's size).
+    public var thumbnail: Thumbnail?
 
     /// Creates options.
-    public init(maximumPixelCount: Int = 64 * 1024 * 1024, targetMaxPixelSize: Int? = nil, appliesOrientation: Bool = true) {
+    public init(
+        maximumPixelCount: Int = 64 * 1024 * 1024, targetMaxPixelSize: Int? = nil, appliesOrientation: Bool = true,
+        thumbnail: Thumbnail? = nil
+    ) {
         self.maximumPixelCount = maximumPixelCount
         self.targetMaxPixelSize = targetMaxPixelSize
         self.appliesOrientation = appliesOrientation
+        self.thumbnail = thumbnail
     }
 }

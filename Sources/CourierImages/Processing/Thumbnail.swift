@@ -30,4 +30,10 @@ public struct Thumbnail: Sendable, Hashable, CustomStringConvertible {
 
     /// For instance `256x256 fit`.
     public var description: String { "\(width)x\(height) \(contentMode.rawValue)" }
+
+    /// The scale `thumbnail` applies to an image of `width` x `height` (at most 1: never upscaled).
+    func scale(width: Int, height: Int) -> Double {
+        let horizontal = Double(self.width) / Double(max(1, width)), vertical = Double(self.height) / Double(max(1, height))
+        return min(1, contentMode == .fit ? min(horizontal, vertical) : max(horizontal, vertical))
+    }
 }
