@@ -138,6 +138,7 @@ let package = Package(
             name: "CourierTests",
             dependencies: [
                 "Courier",
+                "CourierImages",
                 "CourierTestServer",
                 // The CLI tests run the built binary; depending on it makes `swift test` build it.
                 "courier",
