@@ -108,7 +108,7 @@ int ccic_gif_decode(ccic_gif_decoder *decoder, uint8_t *rgba, long maximum_pixel
                     return ccic_gif_error(gif, message, capacity);
                 }
                 const int y = desc->Top + row;
-                if (y >= screen_height) continue;
+                if (y >= screen_height || desc->Left >= screen_width) continue;
                 uint8_t *destination = rgba + ((size_t)y * (size_t)screen_width + (size_t)desc->Left) * 4;
                 for (int x = 0; x < desc->Width && desc->Left + x < screen_width; x++, destination += 4) {
                     const int index = line[x];

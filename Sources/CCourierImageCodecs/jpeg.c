@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <jpeglib.h>
 #include <jerror.h>
 
@@ -14,7 +15,13 @@ typedef struct ccic_jpeg_error_manager {
     struct jpeg_error_mgr pub;
     jmp_buf jump;
     int premature_end;
+    int too_many_scans;
 } ccic_jpeg_error_manager;
+
+// A progressive file of a few kilobytes can hold thousands of scans, each a pass over the whole image:
+// minutes of CPU in jpeg_start_decompress (libjpeg-turbo's LJT-01-003). TurboJPEG recommends 500 as
+// the limit; real files have about ten.
+#define CCIC_JPEG_MAX_SCANS 500
 
 struct ccic_jpeg_decoder {
     struct jpeg_decompress_struct cinfo;
@@ -23,7 +30,18 @@ struct ccic_jpeg_decoder {
     int cmyk;         // the output is CMYK (converted row by row into RGB)
     int adobe_cmyk;   // inverted CMYK (Adobe's APP14), as Photoshop writes
     uint8_t *row;     // the CMYK scratch row
+    struct jpeg_progress_mgr progress;
 };
+
+// Called by libjpeg as it works: stops a file with more scans than any real one.
+static void ccic_jpeg_progress(j_common_ptr cinfo) {
+    if (!cinfo->is_decompressor) return;
+    if (((j_decompress_ptr)cinfo)->input_scan_number > CCIC_JPEG_MAX_SCANS) {
+        ccic_jpeg_error_manager *error = (ccic_jpeg_error_manager *)cinfo->err;
+        error->too_many_scans = 1;
+        longjmp(error->jump, 1);
+    }
+}
 
 static void ccic_jpeg_error_exit(j_common_ptr cinfo) {
     ccic_jpeg_error_manager *error = (ccic_jpeg_error_manager *)cinfo->err;
@@ -50,11 +68,19 @@ static void ccic_jpeg_install_errors(ccic_jpeg_error_manager *error) {
     error->pub.emit_message = ccic_jpeg_emit_message;
     error->pub.output_message = ccic_jpeg_output_message;
     error->premature_end = 0;
+    error->too_many_scans = 0;
 }
 
 static int ccic_jpeg_failure(j_common_ptr cinfo, ccic_jpeg_error_manager *error, char *message, size_t capacity) {
     if (error->premature_end) {
         return ccic_fail(CCIC_INVALID, message, capacity, "truncated JPEG (premature end of data)");
+    }
+    if (error->too_many_scans) {
+        return ccic_fail(CCIC_INVALID, message, capacity, "JPEG with more than %d scans", CCIC_JPEG_MAX_SCANS);
+    }
+    // Over the working-memory limit (ccic_jpeg_set_memory_limit): libjpeg has no backing store to spill to.
+    if (cinfo->err->msg_code == JERR_NO_BACKING_STORE || cinfo->err->msg_code == JERR_OUT_OF_MEMORY) {
+        return ccic_fail(CCIC_TOO_LARGE, message, capacity, "JPEG needs more decoder memory than allowed");
     }
     char text[JMSG_LENGTH_MAX];
     text[0] = 0;
@@ -87,6 +113,8 @@ int ccic_jpeg_read_header(ccic_jpeg_decoder *decoder, const uint8_t *data, size_
     }
     jpeg_create_decompress(cinfo);
     decoder->created = 1;
+    decoder->progress.progress_monitor = ccic_jpeg_progress;
+    cinfo->progress = &decoder->progress;
     jpeg_mem_src(cinfo, data, (unsigned long)length);
     jpeg_save_markers(cinfo, JPEG_APP0 + 1, 0xFFFF);
     jpeg_read_header(cinfo, TRUE);
@@ -140,6 +168,10 @@ int ccic_jpeg_set_scale(ccic_jpeg_decoder *decoder, int scale_num, ccic_jpeg_inf
     info->output_width = (int)cinfo->output_width;
     info->output_height = (int)cinfo->output_height;
     return CCIC_OK;
+}
+
+void ccic_jpeg_set_memory_limit(ccic_jpeg_decoder *decoder, size_t bytes) {
+    if (decoder->created) decoder->cinfo.mem->max_memory_to_use = (long)(bytes > (size_t)LONG_MAX ? (size_t)LONG_MAX : bytes);
 }
 
 int ccic_jpeg_decode(ccic_jpeg_decoder *decoder, uint8_t *pixels, size_t stride, char *message, size_t capacity) {
@@ -218,7 +250,9 @@ int ccic_jpeg_encode(const uint8_t *pixels, int width, int height, int channels,
         char text[JMSG_LENGTH_MAX];
         text[0] = 0;
         (*state->cinfo.err->format_message)((j_common_ptr)&state->cinfo, text);
-        ccic_jpeg_encoder_state_free(state, 0);
+        // Not state->buffer: once libjpeg's memory destination has grown its buffer, the pointer we hold
+        // was freed by it and the live one is private to it (leaked on this rare path, never freed twice).
+        ccic_jpeg_encoder_state_free(state, 1);
         return ccic_fail(CCIC_INVALID, message, capacity, "JPEG encoding failed: %s", text);
     }
     jpeg_create_compress(&state->cinfo);

@@ -71,3 +71,16 @@ struct HostileInputTests {
         }
     }
 }
+
+@Suite("Hostile inputs: the JPEG decoder's own memory")
+struct JPEGWorkingMemoryTests {
+    @Test func aProgressiveJPEGIsHeldToTheMemoryItsPixelLimitAllows() throws {
+        // 3000x3000 progressive 4:4:4: 54 MB of coefficients in libjpeg, even for a 1/8-scale thumbnail decode.
+        let data = try Fixtures.data("big-progressive.jpg")
+        let decoded = try ImageDecoders.decode(data, options: ImageDecodingOptions(thumbnail: Thumbnail(maxPixelSize: 256)))
+        #expect(decoded.width == 375 && decoded.height == 375, "allowed by the default limit, at 1/8 scale")
+        // 9 megapixels allowed: 36 MB of working memory, less than this file needs.
+        let limited = ImageDecodingOptions(maximumPixelCount: 9_000_000, thumbnail: Thumbnail(maxPixelSize: 256))
+        #expect(decodeError(data, options: limited) == .imageTooLarge)
+    }
+}

@@ -24,7 +24,8 @@ typedef struct ccic_jpeg_info {
     int output_width;    // after DCT scaling
     int output_height;
     int channels;        // of the output: 1 (gray) or 3 (RGB; CMYK files are converted)
-    const uint8_t *exif; // the APP1 Exif payload after "Exif\0\0" (a TIFF header), or NULL; valid until destroy
+    const uint8_t *exif; // the APP1 Exif payload after "Exif\0\0" (a TIFF header), or NULL; valid until
+                         // ccic_jpeg_decode (which frees libjpeg's saved markers)
     size_t exif_length;
 } ccic_jpeg_info;
 
@@ -36,6 +37,9 @@ int ccic_jpeg_read_header(ccic_jpeg_decoder *decoder, const uint8_t *data, size_
 // Decodes at the DCT scale M/8 (M = 1...8) instead; updates info's output size.
 int ccic_jpeg_set_scale(ccic_jpeg_decoder *decoder, int scale_num, ccic_jpeg_info *info, char *message,
                         size_t capacity);
+// Caps libjpeg's working memory (the whole-image coefficient arrays a progressive file needs, which DCT
+// scaling does not shrink); past it, decoding fails with CCIC_TOO_LARGE.
+void ccic_jpeg_set_memory_limit(ccic_jpeg_decoder *decoder, size_t bytes);
 // Decodes into `pixels` (output_height rows of `stride` >= output_width * channels bytes). A truncated file
 // (libjpeg's "premature end") is CCIC_INVALID.
 int ccic_jpeg_decode(ccic_jpeg_decoder *decoder, uint8_t *pixels, size_t stride, char *message, size_t capacity);

@@ -44,8 +44,14 @@ extension CourierImage {
             return
         }
         if opaque {
-            self.init(unchecked: width, height, .rgba8, pixels, nil)
-            self = converted(to: .rgb8)  // alpha is 255 (skipped): dropping it changes nothing
+            // The fourth byte is skipped, not necessarily written: copy the colour, never composite it.
+            var rgb = [UInt8](repeating: 0, count: width * height * 3)
+            for pixel in 0..<(width * height) {
+                rgb[pixel * 3] = pixels[pixel * 4]
+                rgb[pixel * 3 + 1] = pixels[pixel * 4 + 1]
+                rgb[pixel * 3 + 2] = pixels[pixel * 4 + 2]
+            }
+            self.init(unchecked: width, height, .rgb8, rgb, nil)
             return
         }
         // Core Graphics draws premultiplied; CourierImage is straight alpha.

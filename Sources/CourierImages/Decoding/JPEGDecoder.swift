@@ -7,7 +7,9 @@ internal import CCourierImageCodecs
 /// ``ImageDecodingOptions/targetMaxPixelSize`` or ``ImageDecodingOptions/thumbnail`` it decodes at the
 /// smallest DCT scale (1/8 to 8/8) whose longer side is still at least the target and that the thumbnail
 /// does not need to upscale. The EXIF orientation (APP1) is applied when
-/// ``ImageDecodingOptions/appliesOrientation``. A truncated file is `.invalidImage`, never a gray-filled image.
+/// ``ImageDecodingOptions/appliesOrientation``. A truncated file is `.invalidImage`, never a gray-filled image;
+/// so is a file of more than 500 scans (a few kilobytes can otherwise cost minutes of CPU). libjpeg's
+/// working memory is held to 4 bytes per allowed pixel (`.imageTooLarge` past it).
 struct JPEGDecoder: ImageDecoder {
     func canDecode(_ data: Data) -> Bool { ImageFormat(sniffing: data) == .jpeg }
 
@@ -29,6 +31,10 @@ struct JPEGDecoder: ImageDecoder {
             if scale < 8 {
                 try codecCall(.jpeg) { ccic_jpeg_set_scale(decoder, Int32(scale), &info, $0, $1) }
             }
+            // libjpeg's own memory (a progressive file's coefficients, 2 bytes per sample of the whole image
+            // whatever the scale) is held to 4 bytes per allowed pixel, as the output is.
+            let (limit, overflow) = options.maximumPixelCount.multipliedReportingOverflow(by: 4)
+            ccic_jpeg_set_memory_limit(decoder, overflow ? Int.max : max(limit, 16 << 20))
             let w = Int(info.output_width), h = Int(info.output_height), channels = Int(info.channels)
             guard w > 0, h > 0 else { throw NetworkError(.invalidImage, "JPEG decodes to \(w)x\(h)") }
             let stride = w * channels
