@@ -57,6 +57,7 @@ let package = Package(
             dependencies: [
                 "Courier",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 // Linux: the codecs go through the C shim (libpng, libjpeg-turbo, libwebp, giflib); Apple
                 // platforms use ImageIO.
                 .target(name: "CCourierImageCodecs", condition: .when(platforms: [.linux])),
@@ -130,7 +131,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierImagesTests",
-            dependencies: ["CourierImages", "CourierTestServer"],
+            dependencies: ["CourierImages", "CourierTestServer", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             resources: [.copy("Fixtures")],
             swiftSettings: swiftSettings
         ),

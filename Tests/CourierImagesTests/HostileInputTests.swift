@@ -83,4 +83,15 @@ struct JPEGWorkingMemoryTests {
         let limited = ImageDecodingOptions(maximumPixelCount: 9_000_000, thumbnail: Thumbnail(maxPixelSize: 256))
         #expect(decodeError(data, options: limited) == .imageTooLarge)
     }
+
+    @Test func aJPEGOfMoreScansThanAnyRealOneIsRefused() throws {
+        // 600 copies of one scan (15 KB): libjpeg would pass over the image 600 times.
+        let data = try Fixtures.data("many-scans.jpg")
+        do throws(NetworkError) {
+            _ = try ImageDecoders.decode(data)
+            Issue.record("decoded")
+        } catch {
+            #expect(error.code == .invalidImage && error.message.contains("more than 500 scans"), "\(error)")
+        }
+    }
 }

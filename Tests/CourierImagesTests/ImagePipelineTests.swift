@@ -158,6 +158,10 @@ struct ImagePipelineTests {
         #expect(f.pipeline.cachedImage(url: url, engine: other) == nil, "another engine's credentials, another entry")
         _ = try await other.image(url: url, pipeline: f.pipeline)
         #expect(f.server.requestCount(path: "/img/a.raw") == 2)
+        // The other user signs out: their images go, the first engine's stay.
+        f.pipeline.removeCachedImages(for: other)
+        #expect(f.pipeline.cachedImage(url: url, engine: other) == nil)
+        #expect(f.pipeline.cachedImage(url: url, engine: f.engine) != nil)
     }
 
     @Test func theClosureFormCallsBackOnTheEngineQueueAndPrefetchFillsTheCache() async throws {

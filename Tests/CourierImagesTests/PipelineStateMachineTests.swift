@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 @testable import CourierImages
 
@@ -78,14 +78,14 @@ struct ImageDecodeQueueTests {
     @Test func atMostTheLimitRunAndWaitersGoHighestPriorityFirst() async throws {
         let queue = ImageDecodeQueue(limit: 1)
         let gate = DispatchSemaphore(value: 0)
-        final class Order: Sendable { let names = Mutex<[String]>([]) }
+        final class Order: Sendable { let names = NIOLockedValueBox<[String]>([]) }
         let order = Order()
         let blocker = Task { try await queue.run { () throws(NetworkError) in gate.wait() } }
         try await Task.sleep(for: .milliseconds(50))
-        let low = Task { try await queue.run(priority: .veryLow) { () throws(NetworkError) in order.names.withLock { $0.append("low") } } }
+        let low = Task { try await queue.run(priority: .veryLow) { () throws(NetworkError) in order.names.withLockedValue { $0.append("low") } } }
         try await Task.sleep(for: .milliseconds(50))
-        let high = Task { try await queue.run(priority: .high) { () throws(NetworkError) in order.names.withLock { $0.append("high") } } }
-        let cancelled = Task { try await queue.run(priority: .veryHigh) { () throws(NetworkError) in order.names.withLock { $0.append("cancelled") } } }
+        let high = Task { try await queue.run(priority: .high) { () throws(NetworkError) in order.names.withLockedValue { $0.append("high") } } }
+        let cancelled = Task { try await queue.run(priority: .veryHigh) { () throws(NetworkError) in order.names.withLockedValue { $0.append("cancelled") } } }
         try await Task.sleep(for: .milliseconds(50))
         cancelled.cancel()
         let error = await #expect(throws: NetworkError.self) { try await cancelled.value }
@@ -94,7 +94,7 @@ struct ImageDecodeQueueTests {
         try await blocker.value
         try await low.value
         try await high.value
-        #expect(order.names.withLock { $0 } == ["high", "low"])
+        #expect(order.names.withLockedValue { $0 } == ["high", "low"])
         #expect(queue.completedWork.load(ordering: .relaxed) == 3)
     }
 }

@@ -1,5 +1,6 @@
 import Courier
 import Dispatch
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// Runs decoding and processing work off the caller's thread and off Swift's cooperative pool (a
@@ -13,13 +14,13 @@ final class ImageDecodeQueue: Sendable {
         var nextID: UInt64 = 1
     }
 
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
     private let queue = DispatchQueue(label: "courier.images.decode", qos: .userInitiated, attributes: .concurrent)
     /// Work run so far (for diagnostics).
     let completedWork = Atomic<Int>(0)
 
     init(limit: Int) {
-        state = Mutex(State(machine: DecodeLimiterStateMachine(limit: limit)))
+        state = NIOLockedValueBox(State(machine: DecodeLimiterStateMachine(limit: limit)))
     }
 
     /// Runs `work` when a slot is free.
@@ -28,13 +29,13 @@ final class ImageDecodeQueue: Sendable {
     func run<T: Sendable>(
         priority: NetworkOperation.Priority = .normal, _ work: @escaping @Sendable () throws(NetworkError) -> T
     ) async throws(NetworkError) -> T {
-        let id = state.withLock { state in
+        let id = state.withLockedValue { state in
             defer { state.nextID += 1 }
             return state.nextID
         }
         let holdsSlot = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-                let result = state.withLock { state in
+                let result = state.withLockedValue { state in
                     state.asked.insert(id)
                     let result = state.machine.acquire(id, priority: priority)
                     if result == .wait { state.waiters[id] = continuation }
@@ -47,13 +48,13 @@ final class ImageDecodeQueue: Sendable {
                 }
             }
         } onCancel: {
-            let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            let waiter = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
                 guard state.machine.cancel(id, hasAsked: state.asked.contains(id)) else { return nil }
                 return state.waiters.removeValue(forKey: id)
             }
             waiter?.resume(returning: false)
         }
-        state.withLock { _ = $0.asked.remove(id) }
+        state.withLockedValue { _ = $0.asked.remove(id) }
         guard holdsSlot else { throw NetworkError(.cancelled, "cancelled while waiting to decode") }
         let result: Result<T, NetworkError> = await withCheckedContinuation { continuation in
             queue.async {
@@ -61,7 +62,7 @@ final class ImageDecodeQueue: Sendable {
             }
         }
         completedWork.add(1, ordering: .relaxed)
-        let next = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+        let next = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
             guard let next = state.machine.release() else { return nil }
             return state.waiters.removeValue(forKey: next)
         }

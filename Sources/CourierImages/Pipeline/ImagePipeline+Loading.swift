@@ -24,8 +24,8 @@ extension ImagePipeline {
         let operation = engine.operation(url: url)
         operation.priority = priority
         let key = Self.key(url: url, operation: operation, engine: engine, thumbnail: thumbnail)
-        if let cached = memory.withLock({ $0.image(for: key) }) { return cached }
-        let subscriber = state.withLock { state in
+        if let cached = memory.withLockedValue({ $0.image(for: key) }) { return cached }
+        let subscriber = state.withLockedValue { state in
             defer { state.nextSubscriber += 1 }
             state.unsubscribed.insert(state.nextSubscriber)
             return state.nextSubscriber
@@ -46,11 +46,11 @@ extension ImagePipeline {
         continuation: Waiter
     ) {
         enum Next { case start(UInt64), answer(Result<CourierImage, NetworkError>), none }
-        let next = state.withLock { state -> Next in
+        let next = state.withLockedValue { state -> Next in
             state.unsubscribed.remove(subscriber)
             if state.cancelledEarly.remove(subscriber) != nil { return .answer(.failure(NetworkError(.cancelled, "cancelled", url: key.url))) }
             // A task that finished since the first look left its image in memory: no second request.
-            if let cached = memory.withLock({ $0.image(for: key) }) { return .answer(.success(cached)) }
+            if let cached = memory.withLockedValue({ $0.image(for: key) }) { return .answer(.success(cached)) }
             state.waiters[subscriber] = continuation
             switch state.tasks.subscribe(subscriber, to: key, priority: priority) {
             case .start(let id, _):
@@ -67,7 +67,7 @@ extension ImagePipeline {
         switch next {
         case .start(let id):
             let task = Task { await run(id, key: key, engine: engine, operation: operation) }
-            let cancelled = state.withLock { state in
+            let cancelled = state.withLockedValue { state in
                 guard state.running[id] != nil else { return true }
                 state.running[id]?.task = task
                 return false
@@ -82,7 +82,7 @@ extension ImagePipeline {
 
     /// The caller of `subscriber` was cancelled.
     private func unsubscribe(_ subscriber: UInt64, url: String) {
-        let (waiter, cancelled) = state.withLock { state -> (Waiter?, Running?) in
+        let (waiter, cancelled) = state.withLockedValue { state -> (Waiter?, Running?) in
             guard let waiter = state.waiters.removeValue(forKey: subscriber) else {
                 // Cancelled before it subscribed: its subscription is refused when it comes. (After its
                 // task delivered, there is nothing to do.)
@@ -116,9 +116,9 @@ extension ImagePipeline {
         }
         // The memory cache first, then the delivery, under the task lock: a caller arriving in between
         // finds the image in memory rather than starting a second request.
-        let waiters = state.withLock { state -> [Waiter] in
+        let waiters = state.withLockedValue { state -> [Waiter] in
             guard state.running.removeValue(forKey: id) != nil else { return [] }   // cancelled: nobody waits
-            if case .success(let image) = result { memory.withLock { $0.insert(image, for: key) } }
+            if case .success(let image) = result { memory.withLockedValue { $0.insert(image, for: key) } }
             return state.tasks.finish(id).compactMap { state.waiters.removeValue(forKey: $0) }
         }
         for waiter in waiters { waiter.resume(returning: result) }
@@ -127,7 +127,7 @@ extension ImagePipeline {
     /// The callers waiting for the image of `url` and `thumbnail`, and the task's operation (for tests).
     func waiting(url: String, engine: NetworkEngine, thumbnail: Thumbnail? = nil) -> (callers: Int, operation: NetworkOperation?) {
         let key = Self.key(url: url, operation: engine.operation(url: url), engine: engine, thumbnail: thumbnail)
-        return state.withLock { state in
+        return state.withLockedValue { state in
             let callers = state.tasks.subscriberCount(for: key)
             return (callers, state.tasks.taskID(for: key).flatMap { state.running[$0]?.operation })
         }
@@ -135,7 +135,7 @@ extension ImagePipeline {
 
     /// The current priority of task `id` (its highest subscriber's).
     private func priority(of id: UInt64) -> NetworkOperation.Priority {
-        state.withLock { $0.running[id]?.operation.priority } ?? .normal
+        state.withLockedValue { $0.running[id]?.operation.priority } ?? .normal
     }
 
     private func load(_ id: UInt64, key: Key, engine: NetworkEngine, operation: NetworkOperation) async throws(NetworkError) -> CourierImage {
