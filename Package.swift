@@ -118,7 +118,7 @@ let package = Package(
         // sanitizers and -DCOURIER_FUZZ); without COURIER_FUZZ a plain tool that replays inputs.
         .executableTarget(
             name: "courier-fuzz",
-            dependencies: ["Courier"],
+            dependencies: ["Courier", "CourierImages"],
             path: "Sources/CourierFuzz",
             swiftSettings: swiftSettings
         ),

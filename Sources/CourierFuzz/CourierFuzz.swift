@@ -10,15 +10,41 @@
 // libFuzzer: `courier-fuzz TARGET FILE...` runs the given inputs (a crash file, a corpus) through one
 // parser, which is handy to reproduce a crash under the debugger.
 import Courier
+import CourierImages
 import Foundation
+
+/// A target: one of Courier's header parsers, or one of CourierImages' decoders.
+enum FuzzTarget {
+    case parser(FuzzEntryPoints.Parser)
+    case image(ImageFuzzEntryPoints.Target)
+
+    init?(_ name: String) {
+        if let parser = FuzzEntryPoints.Parser(rawValue: name) {
+            self = .parser(parser)
+        } else if let target = ImageFuzzEntryPoints.Target(rawValue: name) {
+            self = .image(target)
+        } else {
+            return nil
+        }
+    }
+
+    static var names: [String] { FuzzEntryPoints.Parser.allCases.map(\.rawValue) + ImageFuzzEntryPoints.Target.allCases.map(\.rawValue) }
+
+    func run(_ bytes: UnsafeRawBufferPointer) {
+        switch self {
+        case .parser(let parser): FuzzEntryPoints.run(parser, bytes)
+        case .image(let target): ImageFuzzEntryPoints.run(target, bytes)
+        }
+    }
+}
 
 #if COURIER_FUZZ
 
 /// The parser under test, from COURIER_FUZZ_TARGET.
-let fuzzedParser: FuzzEntryPoints.Parser = {
+let fuzzedParser: FuzzTarget = {
     let name = ProcessInfo.processInfo.environment["COURIER_FUZZ_TARGET"] ?? ""
-    guard let parser = FuzzEntryPoints.Parser(rawValue: name) else {
-        let names = FuzzEntryPoints.Parser.allCases.map(\.rawValue).joined(separator: ", ")
+    guard let parser = FuzzTarget(name) else {
+        let names = FuzzTarget.names.joined(separator: ", ")
         FileHandle.standardError.write(Data("courier-fuzz: set COURIER_FUZZ_TARGET to one of: \(names)\n".utf8))
         exit(2)
     }
@@ -27,7 +53,7 @@ let fuzzedParser: FuzzEntryPoints.Parser = {
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func courierFuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
-    FuzzEntryPoints.run(fuzzedParser, UnsafeRawBufferPointer(start: count > 0 ? start : nil, count: count))
+    fuzzedParser.run(UnsafeRawBufferPointer(start: count > 0 ? start : nil, count: count))
     return 0
 }
 
@@ -37,8 +63,8 @@ public func courierFuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) ->
 enum CourierFuzzReplay {
     static func main() {
         let arguments = CommandLine.arguments.dropFirst()
-        guard let name = arguments.first, let parser = FuzzEntryPoints.Parser(rawValue: name) else {
-            let names = FuzzEntryPoints.Parser.allCases.map(\.rawValue).joined(separator: "|")
+        guard let name = arguments.first, let parser = FuzzTarget(name) else {
+            let names = FuzzTarget.names.joined(separator: "|")
             FileHandle.standardError.write(Data("usage: courier-fuzz \(names) FILE...\n(scripts/fuzz builds the libFuzzer harness)\n".utf8))
             exit(2)
         }
@@ -47,7 +73,7 @@ enum CourierFuzzReplay {
                 FileHandle.standardError.write(Data("courier-fuzz: cannot read \(path)\n".utf8))
                 exit(1)
             }
-            FuzzEntryPoints.run(parser, Array(data))
+            data.withUnsafeBytes { parser.run($0) }
         }
     }
 }
