@@ -122,11 +122,7 @@ struct ImageCommand: AsyncParsableCommand {
         guard source.contains("://") else {
             let path = source
             return try await Self.failingWithStatus1 { () async throws(NetworkError) -> Data in
-                try await Self.onWorkQueue { () throws(NetworkError) -> Data in
-                    do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-                        throw NetworkError(.fileUnavailable, "cannot read \(path): \(error.localizedDescription)")
-                    }
-                }
+                try await Self.onWorkQueue { () throws(NetworkError) -> Data in try Self.readImageFile(path) }
             }
         }
         let (interceptors, jar) = try pipeline.interceptors(for: source)
@@ -147,6 +143,26 @@ struct ImageCommand: AsyncParsableCommand {
             await jar?.waitUntilPersisted()
             throw CLIFailure(exitCode: 1, message: error.description)
         }
+    }
+
+    /// A local file's bytes: a regular file of at most the engine's in-memory body limit (so `/dev/zero`
+    /// or a huge file is an error, not all the memory there is).
+    static func readImageFile(_ path: String) throws(NetworkError) -> Data {
+        let limit = NetworkEngine.Configuration().maximumResponseBodySize
+        let type = (try? FileManager.default.attributesOfItem(atPath: path))?[.type] as? FileAttributeType
+        guard type == nil || type == .typeRegular else { throw NetworkError(.fileUnavailable, "\(path) is not a regular file") }
+        let data: Data?
+        do {
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+            defer { try? handle.close() }
+            data = try handle.read(upToCount: limit + 1)
+        } catch {
+            throw NetworkError(.fileUnavailable, "cannot read \(path): \(error.localizedDescription)")
+        }
+        guard let data, data.count <= limit else {
+            throw NetworkError(data == nil ? .invalidImage : .bodyTooLarge, data == nil ? "\(path) is empty" : "\(path) is larger than \(limit) bytes")
+        }
+        return data
     }
 
     /// A library error ends the program with status 1 and its description.

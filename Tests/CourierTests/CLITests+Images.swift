@@ -41,6 +41,10 @@ extension CLITests {
         #expect(try await courier("image", input.path, "--fill").status == 2)
         #expect(try await courier("image", input.path, "--thumbnail", "10", "--size", "5x5").status == 2)
         #expect(try await courier("image", server.url("/status/404")).status == 1)
+        // Not a regular file (endless): refused at once, nothing read.
+        let device = try await courier("image", "/dev/zero")
+        #expect(device.status == 1 && device.stderr.contains("fileUnavailable: /dev/zero is not a regular file"), "\(device.stderr)")
+        #expect(try await courier("image", folder.appendingPathComponent("missing.jpg").path).status == 1)
     }
 
     @Test func hostileImagesAreTypedErrorsInBoundedMemory() async throws {
