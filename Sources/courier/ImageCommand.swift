@@ -131,10 +131,7 @@ struct ImageCommand: AsyncParsableCommand {
             $0.cookieJar = jar
         }, queue: NetworkQueue())
         let operation = engine.operation(url: PipelineOptions.withoutUserInfo(source))
-        for header in headers {
-            guard let colon = header.firstIndex(of: ":") else { throw CLIFailure.usage("-H needs 'Name: value'") }
-            operation.setHeader(header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces), forName: String(header[..<colon]))
-        }
+        for (name, value) in try RequestOptions.headerPairs(headers) { operation.setHeader(value, forName: name) }
         do {
             let response = try await engine.send(operation)
             await jar?.waitUntilPersisted()
@@ -188,9 +185,7 @@ struct ImageCommand: AsyncParsableCommand {
         String(format: "%.1f ms", Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15)
     }
 
-    static func size(_ bytes: Int) -> String {
-        bytes >= 1 << 20 ? String(format: "%.1f MiB", Double(bytes) / 1_048_576) : bytes >= 1024 ? String(format: "%.1f KiB", Double(bytes) / 1024) : "\(bytes) bytes"
-    }
+    static func size(_ bytes: Int) -> String { ProgressBar.size(Int64(bytes)) }
 
     /// The process's peak resident memory (Linux: VmHWM; elsewhere: getrusage), for hostile-input checks.
     static func peakMemoryBytes() -> Int? {
