@@ -16,9 +16,10 @@ import NIOConcurrencyHelpers
 ///
 /// Domain and path matching, host-only cookies, `Secure` (sent over https only), `Expires` and
 /// `Max-Age` follow RFC 6265, with RFC 6265bis's stricter rules where they are safer; `HttpOnly` and
-/// `SameSite` are stored and reported but change nothing for an HTTP client. **The public suffix list
-/// is not used** (a server under `a.co.uk` can set a cookie for all of `co.uk`); only a single-label
-/// `Domain` (`Domain=com`) is refused. See ``CookieStorage`` for every rule.
+/// `SameSite` are stored and reported but change nothing for an HTTP client. A cookie whose `Domain` is
+/// a public suffix (`co.uk`, `github.io`, `com`: the Public Suffix List, shipped with Courier) is
+/// refused, unless that domain is the request host itself (it is then host-only). See ``CookieStorage``
+/// for every rule.
 ///
 /// ## Persistence
 /// `CookieJar(persistingIn:)` keeps the cookies in `cookies.sqlite` in a directory (created owner-only

@@ -1,6 +1,7 @@
 import Foundation
 
-/// RFC 6265 §5.1's matching rules: canonical hosts, domain matching, paths and default paths.
+/// RFC 6265 §5.1's matching rules: canonical hosts, domain matching, public suffixes, paths and
+/// default paths.
 enum CookieMatching {
     /// The URL's host, lowercase, without IPv6 brackets; `nil` when it has none.
     static func canonicalHost(of url: URL) -> String? {
@@ -16,6 +17,13 @@ enum CookieMatching {
         guard let last = host.split(separator: ".", omittingEmptySubsequences: false).last, !last.isEmpty else { return false }
         return last.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
             || (last.lowercased().hasPrefix("0x") && last.count > 2 && last.dropFirst(2).allSatisfy(\.isHexDigit))
+    }
+
+    /// Whether a `Domain` attribute names a public suffix (`co.uk`, `github.io`, a single label such as
+    /// `com` or `localhost` by the list's default rule, `com.` with a trailing dot), for which no
+    /// cookie may be scoped to every host below it (RFC 6265bis §5.7 step 9). Lowercase.
+    static func isPublicSuffix(_ domain: String) -> Bool {
+        PublicSuffixList.shared.isPublicSuffix(domain)
     }
 
     /// RFC 6265 §5.1.3: `host` equals `domain`, or ends with `.domain` and is not an IP address.

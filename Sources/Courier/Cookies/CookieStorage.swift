@@ -9,10 +9,10 @@ import Foundation
 /// - `Max-Age` wins over `Expires`; `Max-Age` ≤ 0 means "expired now"; an expiry more than 400 days
 ///   away is brought back to 400 days (RFC 6265bis §5.5);
 /// - `Domain` must domain-match the request host, else the cookie is ignored; without it, or for an
-///   IP address host, the cookie is host-only. **The public suffix list is not used**: a cookie for
-///   `Domain=co.uk` from `a.co.uk` is accepted. As a cheap guard, a `Domain` of a single label
-///   (`Domain=com`, `Domain=localhost`) is accepted only when it is the request host itself (and the
-///   cookie is then host-only), else the cookie is ignored;
+///   IP address host, the cookie is host-only. A `Domain` that is a public suffix (the Public Suffix
+///   List, see ``PublicSuffixList``: `co.uk`, `github.io`, and any single label such as `com` or
+///   `localhost`) is accepted only when it is the request host itself, and the cookie is then
+///   host-only; otherwise the cookie is ignored (RFC 6265bis §5.7 step 9);
 /// - `Path` must start with `/`, else the default path (§5.1.4) applies;
 /// - a `Secure` cookie is refused from a non-https URL (http to localhost included), and a non-https
 ///   URL cannot overwrite or shadow a `Secure` cookie of the same name (RFC 6265bis §5.7 step 16,
@@ -21,7 +21,8 @@ import Foundation
 /// - a cookie with the same name, domain and path is replaced, keeping its creation date; an expired
 ///   one deletes it instead;
 /// - expired cookies go first; then, beyond ``Limits/perDomain`` cookies for one domain or
-///   ``Limits/total`` in all, the least recently used (RFC 6265 §5.3 step 12).
+///   ``Limits/total`` in all, the least recently used (RFC 6265 §5.3 step 12). Cookies restored from
+///   disk whose domain is a public suffix (stored before the list was used) are dropped.
 struct CookieStorage: Sendable {
     /// Something the storage changed that a persistent jar must write.
     enum Change: Hashable, Sendable {
@@ -77,11 +78,16 @@ struct CookieStorage: Sendable {
     /// Puts back cookies read from disk (oldest first), then drops the expired ones and applies the limits.
     /// - Returns: What the disk must forget (expired or evicted cookies).
     mutating func restore(_ cookies: [Cookie], now: Date) -> [Change] {
+        var changes: [Change] = []
         for cookie in cookies.sorted(by: { $0.creationDate < $1.creationDate }) {
+            guard cookie.isHostOnly || !CookieMatching.isPublicSuffix(cookie.domain) else {
+                changes.append(.removed(cookie.key))
+                continue
+            }
             entries[cookie.key] = Entry(cookie: cookie, sequence: nextSequence)
             nextSequence += 1
         }
-        var changes = removeExpired(now: now)
+        changes += removeExpired(now: now)
         changes += evict(domain: nil)
         return changes
     }
@@ -115,7 +121,7 @@ struct CookieStorage: Sendable {
         var isHostOnly = true
         if let attribute = parsed.domain {
             guard CookieMatching.domainMatches(host, attribute) else { return [] }
-            if !attribute.contains(".") {
+            if CookieMatching.isPublicSuffix(attribute) {
                 guard attribute == host else { return [] }
             } else if !CookieMatching.isIPAddress(host) {
                 domain = attribute
