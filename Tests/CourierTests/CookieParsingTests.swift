@@ -144,7 +144,7 @@ struct CookieParsingTests {
             "a=b; Max-Age=-1; SameSite=None", "__Host-x=1; Secure; Path=/",
         ]
         let alphabet = Array("=;, \t\"-:/.0123456789aAzZ\u{0}\u{7F}\u{FF}é".unicodeScalars)
-        var storage = CookieStorage(limits: .init(perDomain: 20, total: 50))
+        var storage = CookieStorage(limits: .init(perSite: 20, total: 50))
         let url = URL(string: "https://www.example.com/docs/page")!
         let start = ContinuousClock.now
         for round in 0..<3000 {

@@ -168,8 +168,8 @@ struct CookieStorageTests {
         #expect(Set(storage.allCookies.map(\.name)) == ["__Secure-b", "__Host-c"])
     }
 
-    @Test func perDomainLimitEvictsTheLeastRecentlyUsed() {
-        var storage = CookieStorage(limits: .init(perDomain: 3, total: 100))
+    @Test func perSiteLimitEvictsTheLeastRecentlyUsed() {
+        var storage = CookieStorage(limits: .init(perSite: 3, total: 100))
         let origin = Self.url("https://example.com/")
         for index in 0..<3 { _ = storage.store(["c\(index)=\(index)"], from: origin, now: Self.t0.addingTimeInterval(Double(index))) }
         // c0 is used, so c1 is now the least recently used.
@@ -182,7 +182,7 @@ struct CookieStorageTests {
     }
 
     @Test func totalLimitEvictsTheLeastRecentlyUsedAcrossDomains() {
-        var storage = CookieStorage(limits: .init(perDomain: 10, total: 3))
+        var storage = CookieStorage(limits: .init(perSite: 10, total: 3))
         for index in 0..<5 {
             let changes = storage.store(["c=\(index)"], from: Self.url("https://h\(index).example/"), now: Self.t0.addingTimeInterval(Double(index)))
             if index >= 3 { #expect(changes.contains(.removed(CookieKey(name: "c", domain: "h\(index - 3).example", path: "/")))) }
@@ -191,7 +191,7 @@ struct CookieStorageTests {
     }
 
     @Test func expiredCookiesGoBeforeAnyEviction() {
-        var storage = CookieStorage(limits: .init(perDomain: 2, total: 100))
+        var storage = CookieStorage(limits: .init(perSite: 2, total: 100))
         let origin = Self.url("https://example.com/")
         _ = storage.store(["keep=1"], from: origin, now: Self.t0)
         _ = storage.store(["short=1; Max-Age=5"], from: origin, now: Self.t0.addingTimeInterval(1))

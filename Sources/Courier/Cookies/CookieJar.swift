@@ -18,8 +18,9 @@ import NIOConcurrencyHelpers
 /// `Max-Age` follow RFC 6265, with RFC 6265bis's stricter rules where they are safer; `HttpOnly` and
 /// `SameSite` are stored and reported but change nothing for an HTTP client. A cookie whose `Domain` is
 /// a public suffix (`co.uk`, `github.io`, `com`: the Public Suffix List, shipped with Courier) is
-/// refused, unless that domain is the request host itself (it is then host-only). See ``CookieStorage``
-/// for every rule.
+/// refused, unless that domain is the request host itself (it is then host-only); at most 180 cookies
+/// are kept per site (registrable domain) and 3000 in all, least recently used evicted first. See
+/// ``CookieStorage`` for every rule.
 ///
 /// ## Persistence
 /// `CookieJar(persistingIn:)` keeps the cookies in `cookies.sqlite` in a directory (created owner-only

@@ -1,6 +1,6 @@
 import Foundation
 
-/// RFC 6265 §5.1's matching rules: canonical hosts, domain matching, public suffixes, paths and
+/// RFC 6265 §5.1's matching rules: canonical hosts, domain matching, public suffixes and sites, paths and
 /// default paths.
 enum CookieMatching {
     /// The URL's host, lowercase, without IPv6 brackets; `nil` when it has none.
@@ -24,6 +24,14 @@ enum CookieMatching {
     /// cookie may be scoped to every host below it (RFC 6265bis §5.7 step 9). Lowercase.
     static func isPublicSuffix(_ domain: String) -> Bool {
         PublicSuffixList.shared.isPublicSuffix(domain)
+    }
+
+    /// The site a cookie's domain counts against for the per-site limit: its registrable domain
+    /// (eTLD+1: `example.co.uk` for `www.example.co.uk`), or the domain itself for an IP address or a
+    /// public suffix (a host-only cookie of `localhost`). Lowercase.
+    static func site(of domain: String) -> String {
+        if isIPAddress(domain) { return domain }
+        return PublicSuffixList.shared.registrableDomain(of: domain) ?? domain
     }
 
     /// RFC 6265 §5.1.3: `host` equals `domain`, or ends with `.domain` and is not an IP address.

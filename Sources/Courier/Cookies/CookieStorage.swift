@@ -20,9 +20,11 @@ import Foundation
 ///   no `Domain` and `Path=/`;
 /// - a cookie with the same name, domain and path is replaced, keeping its creation date; an expired
 ///   one deletes it instead;
-/// - expired cookies go first; then, beyond ``Limits/perDomain`` cookies for one domain or
-///   ``Limits/total`` in all, the least recently used (RFC 6265 §5.3 step 12). Cookies restored from
-///   disk whose domain is a public suffix (stored before the list was used) are dropped.
+/// - expired cookies go first; then, beyond ``Limits/perSite`` cookies for one site (registrable
+///   domain, eTLD+1: `a.example.com` and `b.example.com` count together) the site's own least recently
+///   used, and beyond ``Limits/total`` in all the least recently used of any site (RFC 6265 §5.3 step
+///   12; Chromium counts per registrable domain too). Cookies restored from disk whose domain is a
+///   public suffix (stored before the list was used) are dropped.
 struct CookieStorage: Sendable {
     /// Something the storage changed that a persistent jar must write.
     enum Change: Hashable, Sendable {
@@ -36,8 +38,9 @@ struct CookieStorage: Sendable {
 
     /// How many cookies are kept.
     struct Limits: Sendable {
-        /// Cookies of one domain (RFC 6265 §6.1 asks for at least 50).
-        var perDomain = 150
+        /// Cookies of one site, its registrable domain (RFC 6265 §6.1 asks for at least 50 per domain;
+        /// Chromium keeps 180 per registrable domain).
+        var perSite = 180
         /// Cookies in all (RFC 6265 §6.1 asks for at least 3000).
         var total = 3000
     }
@@ -47,6 +50,8 @@ struct CookieStorage: Sendable {
 
     private struct Entry {
         var cookie: Cookie
+        /// The site it counts against (``CookieMatching/site(of:)`` of its domain).
+        var site: String
         /// Order of first storage, to break ties between equal creation dates.
         var sequence: UInt64
     }
@@ -84,11 +89,11 @@ struct CookieStorage: Sendable {
                 changes.append(.removed(cookie.key))
                 continue
             }
-            entries[cookie.key] = Entry(cookie: cookie, sequence: nextSequence)
+            entries[cookie.key] = Entry(cookie: cookie, site: CookieMatching.site(of: cookie.domain), sequence: nextSequence)
             nextSequence += 1
         }
         changes += removeExpired(now: now)
-        changes += evict(domain: nil)
+        changes += evict(site: nil)
         return changes
     }
 
@@ -148,9 +153,10 @@ struct CookieStorage: Sendable {
             return [.removed(key)]
         }
         if let old { cookie.creationDate = old.cookie.creationDate }
-        entries[key] = Entry(cookie: cookie, sequence: old?.sequence ?? nextSequence)
+        let site = old?.site ?? CookieMatching.site(of: domain)
+        entries[key] = Entry(cookie: cookie, site: site, sequence: old?.sequence ?? nextSequence)
         if old == nil { nextSequence += 1 }
-        return [.stored(cookie)] + evict(domain: domain)
+        return [.stored(cookie)] + evict(site: site)
     }
 
     /// The cookies to send to a URL, in `Cookie` header order (longer paths first, then earlier
@@ -238,15 +244,15 @@ struct CookieStorage: Sendable {
         }
     }
 
-    /// Removes the least recently used cookies beyond the limits: of `domain` (all domains when `nil`),
-    /// then in all.
-    private mutating func evict(domain: String?) -> [Change] {
+    /// Removes the least recently used cookies beyond the limits: of `site` (every site when `nil`),
+    /// then in all. (Expired cookies are gone before: every event removes them first.)
+    private mutating func evict(site: String?) -> [Change] {
         var changes: [Change] = []
-        let domains = domain.map { [$0] } ?? Array(Set(entries.keys.map(\.domain)))
-        for domain in domains {
-            let inDomain = entries.values.filter { $0.cookie.domain == domain }
-            if inDomain.count > limits.perDomain {
-                changes += evict(leastRecentlyUsedFirst(inDomain).prefix(inDomain.count - limits.perDomain))
+        let sites = site.map { [$0] } ?? Array(Set(entries.values.map(\.site)))
+        for site in sites {
+            let ofSite = entries.values.filter { $0.site == site }
+            if ofSite.count > limits.perSite {
+                changes += evict(leastRecentlyUsedFirst(ofSite).prefix(ofSite.count - limits.perSite))
             }
         }
         if entries.count > limits.total {
