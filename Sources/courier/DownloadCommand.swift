@@ -22,11 +22,13 @@ struct DownloadCommand: AsyncParsableCommand {
     @Option(name: .customShort("H"), help: ArgumentHelp("A request header, 'Name: value'. Repeatable.", valueName: "header"))
     var headers: [String] = []
 
-    @Option(help: ArgumentHelp("A bandwidth limit in bytes per second (k, M suffixes allowed).", valueName: "rate"))
-    var limitRate: String?
+    @Option(help: ArgumentHelp("A bandwidth limit in bytes per second, 1 to 1T (k, M, G suffixes allowed).", valueName: "rate"),
+            transform: { try OptionValue.bytesPerSecond($0) })
+    var limitRate: Int?
 
-    @Option(help: ArgumentHelp("Give up when nothing arrives for this many seconds.", valueName: "seconds"))
-    var timeout: Double?
+    @Option(help: ArgumentHelp("Give up when nothing arrives for this many seconds (0.001 to 2592000).", valueName: "seconds"),
+            transform: { try OptionValue.seconds($0) })
+    var timeout: Duration?
 
     @OptionGroup var pipeline: PipelineOptions
 
@@ -45,20 +47,9 @@ struct DownloadCommand: AsyncParsableCommand {
         return URL(fileURLWithPath: name)
     }
 
-    /// `100`, `64k`, `2M` as bytes per second.
-    static func parseRate(_ text: String) -> Int? {
-        let lower = text.lowercased()
-        let multiplier = lower.hasSuffix("k") ? 1024 : lower.hasSuffix("m") ? 1024 * 1024 : 1
-        let digits = multiplier == 1 ? lower : String(lower.dropLast())
-        guard let value = Double(digits), value > 0, value.isFinite else { return nil }
-        return Int(value * Double(multiplier))
-    }
-
     nonisolated func download() async throws {
         try RequestOptions.checkURL(url)
         let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
-        let rate = try RequestOptions.limitRate(limitRate)
-        if let timeout, !(timeout > 0 && timeout.isFinite) { throw CLIFailure.usage("--timeout must be a positive number of seconds") }
         let file = try destination()
         let verboseOutput = verbose ? VerboseOutput() : nil
         let (interceptors, jar) = try pipeline.interceptors(for: url)
@@ -66,12 +57,12 @@ struct DownloadCommand: AsyncParsableCommand {
             $0.interceptors = interceptors
             $0.cookieJar = jar
             $0.dataDirectory = nil
-            if let timeout { $0.timeouts.read = .milliseconds(Int64(timeout * 1000)) }
+            if let timeout { $0.timeouts.read = timeout }
             if let verboseOutput { $0.eventMonitors = verboseOutput.monitors() }
         }, queue: NetworkQueue())
         let operation = engine.operation(url: PipelineOptions.withoutUserInfo(url)).download(to: file, resumable: true)
         for field in fields { operation.appendHeader(field.value, forName: field.name.rawName) }
-        operation.maximumBytesPerSecond = rate
+        operation.maximumBytesPerSecond = limitRate
         if !resume { try? FileManager.default.removeItem(at: ProgressBar.partialURL(for: file)) }
         let bar = ProgressBar(toTerminal: StandardStream.standardError.isTerminal)
         operation.onDownloadProgress { bar.update($0) }

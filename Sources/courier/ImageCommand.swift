@@ -19,11 +19,13 @@ struct ImageCommand: AsyncParsableCommand {
     @Argument(help: "An absolute http(s) URL, or a local file.")
     var source: String
 
-    @Option(help: ArgumentHelp("Scale down so the longer side is at most this many pixels.", valueName: "pixels"))
+    @Option(help: ArgumentHelp("Scale down so the longer side is at most this many pixels (1 to 65535).", valueName: "pixels"),
+            transform: { try OptionValue.integer($0, in: OptionValue.pixelSideRange) })
     var thumbnail: Int?
 
-    @Option(help: ArgumentHelp("Scale down to fit a box, WIDTHxHEIGHT (with --fill, to fill it, cropped).", valueName: "WxH"))
-    var size: String?
+    @Option(help: ArgumentHelp("Scale down to fit a box, WIDTHxHEIGHT (with --fill, to fill it, cropped).", valueName: "WxH"),
+            transform: { try OptionValue.pixelBox($0) })
+    var size: OptionValue.PixelBox?
 
     @Flag(help: "With --size: fill the box, cropping what overflows, instead of fitting inside it.")
     var fill = false
@@ -31,10 +33,11 @@ struct ImageCommand: AsyncParsableCommand {
     @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Write the (scaled) image to this file: PNG for .png, JPEG otherwise.", valueName: "file"))
     var output: String?
 
-    @Option(help: ArgumentHelp("JPEG quality for -o, 1-100.", valueName: "q"))
+    @Option(help: ArgumentHelp("JPEG quality for -o, 1-100.", valueName: "q"), transform: { try OptionValue.integer($0, in: 1...100) })
     var quality = 85
 
-    @Option(help: ArgumentHelp("Refuse images declaring more pixels than this (default 64 Mi).", valueName: "n"))
+    @Option(help: ArgumentHelp("Refuse images declaring more pixels than this (default 64 Mi, at most 1 Gi: 1073741824).", valueName: "n"),
+            transform: { try OptionValue.integer($0, in: 1...(1 << 30)) })
     var maxPixels: Int?
 
     @Option(name: .customShort("H"), help: ArgumentHelp("A request header, 'Name: value'. Repeatable.", valueName: "header"))
@@ -48,16 +51,12 @@ struct ImageCommand: AsyncParsableCommand {
 
     nonisolated func runImage() async throws {
         let box = try thumbnailBox()
-        guard (1...100).contains(quality) else { throw CLIFailure.usage("--quality must be between 1 and 100") }
         let clock = ContinuousClock()
         let started = clock.now
         let data = try await fetch()
         let fetched = clock.now
         var options = ImageDecodingOptions(thumbnail: box)
-        if let maxPixels {
-            guard maxPixels > 0 else { throw CLIFailure.usage("--max-pixels must be positive") }
-            options.maximumPixelCount = maxPixels
-        }
+        if let maxPixels { options.maximumPixelCount = maxPixels }
         let decodingOptions = options
         let pair = try await Self.failingWithStatus1 { () async throws(NetworkError) -> [CourierImage] in
             do throws(NetworkError) {
@@ -105,16 +104,13 @@ struct ImageCommand: AsyncParsableCommand {
     private func thumbnailBox() throws(CLIFailure) -> Thumbnail? {
         if let thumbnail {
             guard size == nil else { throw CLIFailure.usage("give --thumbnail or --size, not both") }
-            guard thumbnail > 0 else { throw CLIFailure.usage("--thumbnail must be positive") }
             return Thumbnail(maxPixelSize: thumbnail)
         }
         guard let size else {
             if fill { throw CLIFailure.usage("--fill needs --size") }
             return nil
         }
-        let parts = size.lowercased().split(separator: "x").compactMap { Int($0) }
-        guard parts.count == 2, parts.allSatisfy({ $0 > 0 }) else { throw CLIFailure.usage("--size needs WIDTHxHEIGHT, e.g. 320x200") }
-        return Thumbnail(width: parts[0], height: parts[1], contentMode: fill ? .fill : .fit)
+        return Thumbnail(width: size.width, height: size.height, contentMode: fill ? .fill : .fit)
     }
 
     /// The encoded bytes: from the network through an engine (so auth, retries and cookies apply), or a file.

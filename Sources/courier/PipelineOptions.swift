@@ -20,8 +20,12 @@ struct PipelineOptions: ParsableArguments {
     var bearer: String?
 
     @Option(help: ArgumentHelp("Retry up to N times after a connection failure, a timeout or 408, 429, 500, 502, 503, 504 "
-        + "(GET, HEAD, PUT, DELETE, or with an Idempotency-Key); exponential backoff, Retry-After honoured.", valueName: "n"))
+        + "(GET, HEAD, PUT, DELETE, or with an Idempotency-Key); exponential backoff, Retry-After honoured. 0 to 100.", valueName: "n"),
+        transform: { try OptionValue.integer($0, in: PipelineOptions.retryRange) })
     var retry: Int?
+
+    /// The retries `--retry` accepts.
+    static let retryRange = 0...100
 
     @Option(help: ArgumentHelp("Send cookies from this file and save the ones the server sets (SQLite, created owner-only; "
         + "session cookies are kept too, as a browser session would).", valueName: "file"))
@@ -32,7 +36,6 @@ struct PipelineOptions: ParsableArguments {
     func interceptors(for url: String) throws(CLIFailure) -> (interceptors: [any RequestInterceptor], jar: CookieJar?) {
         var interceptors: [any RequestInterceptor] = []
         if let retry {
-            guard retry >= 0, retry <= 100 else { throw CLIFailure.usage("--retry must be between 0 and 100") }
             interceptors.append(RetryPolicy(maximumAttempts: retry + 1))
         }
         if let auth {

@@ -16,7 +16,8 @@ struct ReachabilityCommand: AsyncParsableCommand {
     @Argument(help: "The host name or IP address.")
     var host: String
 
-    @Option(help: ArgumentHelp("The TCP port that --probe connects to.", valueName: "port"))
+    @Option(help: ArgumentHelp("The TCP port that --probe connects to, 1 to 65535.", valueName: "port"),
+            transform: { try OptionValue.integer($0, in: 1...65_535) })
     var port: Int?
 
     @Flag(help: "Confirm a reachable route with a TCP connection to the host and port.")
@@ -27,7 +28,6 @@ struct ReachabilityCommand: AsyncParsableCommand {
 
     func validate() throws {
         if probe, port == nil { throw ValidationError("--probe needs --port") }
-        if let port, !(1 ... 65535).contains(port) { throw ValidationError("--port must be between 1 and 65535") }
     }
 
     func run() async throws {

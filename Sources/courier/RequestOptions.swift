@@ -13,8 +13,8 @@ struct RequestOptions: ParsableArguments {
     @Flag(name: [.customShort("i"), .long], help: "Print the status line and response headers before the body.")
     var include = false
 
-    @Option(help: ArgumentHelp("Give up after this many seconds.", valueName: "seconds"))
-    var timeout: Double?
+    @Option(help: ArgumentHelp("Give up after this many seconds (0.001 to 2592000).", valueName: "seconds"), transform: { try OptionValue.seconds($0) })
+    var timeout: Duration?
 
     @Flag(help: "Use the HTTP cache on disk; say on stderr whether the answer was a hit, a revalidation or a miss.")
     var cache = false
@@ -67,9 +67,6 @@ struct RequestOptions: ParsableArguments {
     /// Checks what can be checked before anything is sent; a problem is a usage error (exit 2).
     func checkUsage() throws(CLIFailure) {
         try Self.checkURL(url)
-        if let timeout, !(timeout > 0 && timeout.isFinite) {
-            throw CLIFailure.usage("--timeout must be a positive number of seconds")
-        }
         if pretty && raw { throw CLIFailure.usage("use either --pretty or --raw, not both") }
         _ = try Self.fields(parsedHeaders())
     }
@@ -79,15 +76,6 @@ struct RequestOptions: ParsableArguments {
         guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
             parsed.host?.isEmpty == false
         else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
-    }
-
-    /// `--limit-rate` as bytes per second; `nil` when not given; a malformed one is a usage error.
-    static func limitRate(_ text: String?) throws(CLIFailure) -> Int? {
-        guard let text else { return nil }
-        guard let rate = DownloadCommand.parseRate(text) else {
-            throw CLIFailure.usage("--limit-rate must be a number of bytes per second, like 500k or 2M")
-        }
-        return rate
     }
 
     /// Header fields from name/value pairs; an invalid name, or a value with a line break or another
@@ -115,9 +103,9 @@ struct RequestOptions: ParsableArguments {
             $0.cache = responseCache
             $0.acceptableStatusCodes = Set(100..<600)
             if let timeout {
-                $0.timeouts.total = .milliseconds(Int64(timeout * 1000))
-                $0.timeouts.read = .milliseconds(Int64(timeout * 1000))
-                $0.timeouts.connect = .milliseconds(Int64(min(timeout, 10) * 1000))
+                $0.timeouts.total = timeout
+                $0.timeouts.read = timeout
+                $0.timeouts.connect = min(timeout, .seconds(10))
             }
             if verbose { $0.eventMonitors = VerboseOutput().monitors() }
             adjust(&$0)

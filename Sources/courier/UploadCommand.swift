@@ -20,8 +20,9 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(name: .customShort("H"), help: ArgumentHelp("A request header, 'Name: value'. Repeatable.", valueName: "header"))
     var headers: [String] = []
 
-    @Option(help: ArgumentHelp("A bandwidth limit in bytes per second (k, M suffixes allowed).", valueName: "rate"))
-    var limitRate: String?
+    @Option(help: ArgumentHelp("A bandwidth limit in bytes per second, 1 to 1T (k, M, G suffixes allowed).", valueName: "rate"),
+            transform: { try OptionValue.bytesPerSecond($0) })
+    var limitRate: Int?
 
     @OptionGroup var pipeline: PipelineOptions
 
@@ -33,7 +34,6 @@ struct UploadCommand: AsyncParsableCommand {
         try RequestOptions.checkURL(url)
         guard FileManager.default.isReadableFile(atPath: file) else { throw CLIFailure.usage("cannot read '\(file)'") }
         let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
-        let rate = try RequestOptions.limitRate(limitRate)
         let (interceptors, jar) = try pipeline.interceptors(for: url)
         let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
             $0.interceptors = interceptors
@@ -43,7 +43,7 @@ struct UploadCommand: AsyncParsableCommand {
         }, queue: NetworkQueue())
         let operation = engine.operation(url: PipelineOptions.withoutUserInfo(url), method: post ? .post : .put, body: .file(URL(fileURLWithPath: file)))
         for field in fields { operation.appendHeader(field.value, forName: field.name.rawName) }
-        operation.maximumBytesPerSecond = rate
+        operation.maximumBytesPerSecond = limitRate
         let bar = ProgressBar(toTerminal: StandardStream.standardError.isTerminal)
         operation.onUploadProgress { bar.update($0) }
         let response: NetworkResponse
