@@ -1,11 +1,33 @@
 // GIF through giflib 5.2, from memory, first frame only: records are read until the first image (never
-// DGifSlurp, which reads every frame of an animation into memory).
+// DGifSlurp, which reads every frame of an animation into memory). giflib is loaded at run time (loader.h).
 #ifdef __linux__
 #include "CCourierImageCodecs.h"
 #include "common.h"
 #include <stdlib.h>
 #include <string.h>
+#include "loader.h"
+
+#if __has_include(<gif_lib.h>)
 #include <gif_lib.h>
+
+#define CCIC_GIF_SYMBOLS(X) X(ccic_gif, DGifOpen) X(ccic_gif, DGifCloseFile) X(ccic_gif, GifErrorString) \
+    X(ccic_gif, DGifGetRecordType) X(ccic_gif, DGifGetExtension) X(ccic_gif, DGifExtensionToGCB) \
+    X(ccic_gif, DGifGetExtensionNext) X(ccic_gif, DGifGetImageDesc) X(ccic_gif, DGifGetLine)
+enum { CCIC_GIF_SYMBOLS(CCIC_SLOT_INDEX) ccic_gif_count };
+static const char *const ccic_gif_symbols[] = {CCIC_GIF_SYMBOLS(CCIC_SLOT_NAME) NULL};
+static const char *const ccic_gif_sonames[] = {"libgif.so.7", "libgif.so", NULL};
+static void *ccic_gif_slots[ccic_gif_count];
+static ccic_library ccic_gif_library = {"giflib", ccic_gif_sonames, "libgif7", ccic_gif_symbols, ccic_gif_slots,
+                                        0, {0}};
+#define DGifOpen CCIC_CALL(ccic_gif, DGifOpen)
+#define DGifCloseFile CCIC_CALL(ccic_gif, DGifCloseFile)
+#define GifErrorString CCIC_CALL(ccic_gif, GifErrorString)
+#define DGifGetRecordType CCIC_CALL(ccic_gif, DGifGetRecordType)
+#define DGifGetExtension CCIC_CALL(ccic_gif, DGifGetExtension)
+#define DGifExtensionToGCB CCIC_CALL(ccic_gif, DGifExtensionToGCB)
+#define DGifGetExtensionNext CCIC_CALL(ccic_gif, DGifGetExtensionNext)
+#define DGifGetImageDesc CCIC_CALL(ccic_gif, DGifGetImageDesc)
+#define DGifGetLine CCIC_CALL(ccic_gif, DGifGetLine)
 
 struct ccic_gif_decoder {
     GifFileType *gif;
@@ -38,6 +60,8 @@ void ccic_gif_decoder_destroy(ccic_gif_decoder *decoder) {
 int ccic_gif_read_header(ccic_gif_decoder *decoder, const uint8_t *data, size_t length, int *width, int *height,
                          char *message, size_t capacity) {
     if (decoder->gif != NULL) return ccic_fail(CCIC_INVALID, message, capacity, "GIF header already read");
+    int loaded = ccic_library_load(&ccic_gif_library, message, capacity);
+    if (loaded != CCIC_OK) return loaded;
     decoder->data = data;
     decoder->length = length;
     decoder->position = 0;
@@ -125,4 +149,27 @@ int ccic_gif_decode(ccic_gif_decoder *decoder, uint8_t *rgba, long maximum_pixel
         return CCIC_OK;
     }
 }
+
+#else // built without giflib's headers
+
+struct ccic_gif_decoder {
+    int unused;
+};
+
+ccic_gif_decoder *ccic_gif_decoder_create(void) { return calloc(1, sizeof(ccic_gif_decoder)); }
+
+void ccic_gif_decoder_destroy(ccic_gif_decoder *decoder) { free(decoder); }
+
+int ccic_gif_read_header(ccic_gif_decoder *decoder, const uint8_t *data, size_t length, int *width, int *height,
+                         char *message, size_t capacity) {
+    (void)decoder, (void)data, (void)length, (void)width, (void)height;
+    return ccic_fail(CCIC_UNAVAILABLE, message, capacity, CCIC_NOT_BUILT("GIF", "libgif-dev"));
+}
+
+int ccic_gif_decode(ccic_gif_decoder *decoder, uint8_t *rgba, long maximum_pixel_count, char *message,
+                    size_t capacity) {
+    (void)decoder, (void)rgba, (void)maximum_pixel_count;
+    return ccic_fail(CCIC_UNAVAILABLE, message, capacity, CCIC_NOT_BUILT("GIF", "libgif-dev"));
+}
+#endif
 #endif

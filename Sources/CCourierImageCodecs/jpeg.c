@@ -1,5 +1,6 @@
 // JPEG through libjpeg-turbo. libjpeg reports errors by calling error_exit, which must not return: ours
 // longjmps back to the setjmp of the ccic_ function that called libjpeg (never further, never into Swift).
+// libjpeg is loaded at run time (loader.h).
 #ifdef __linux__
 #include "CCourierImageCodecs.h"
 #include "common.h"
@@ -8,8 +9,46 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include "loader.h"
+
+#if __has_include(<jpeglib.h>)
 #include <jpeglib.h>
 #include <jerror.h>
+
+#define CCIC_JPEG_SYMBOLS(X) \
+    X(ccic_jpeg, jpeg_std_error) X(ccic_jpeg, jpeg_CreateDecompress) \
+    X(ccic_jpeg, jpeg_destroy_decompress) X(ccic_jpeg, jpeg_mem_src) X(ccic_jpeg, jpeg_save_markers) \
+    X(ccic_jpeg, jpeg_read_header) X(ccic_jpeg, jpeg_calc_output_dimensions) \
+    X(ccic_jpeg, jpeg_start_decompress) X(ccic_jpeg, jpeg_read_scanlines) \
+    X(ccic_jpeg, jpeg_finish_decompress) X(ccic_jpeg, jpeg_CreateCompress) \
+    X(ccic_jpeg, jpeg_destroy_compress) X(ccic_jpeg, jpeg_mem_dest) X(ccic_jpeg, jpeg_set_defaults) \
+    X(ccic_jpeg, jpeg_set_quality) X(ccic_jpeg, jpeg_start_compress) X(ccic_jpeg, jpeg_write_scanlines) \
+    X(ccic_jpeg, jpeg_finish_compress)
+enum { CCIC_JPEG_SYMBOLS(CCIC_SLOT_INDEX) ccic_jpeg_count };
+static const char *const ccic_jpeg_symbols[] = {CCIC_JPEG_SYMBOLS(CCIC_SLOT_NAME) NULL};
+// libjpeg-turbo's libjpeg 6.2 ABI, the one jpeglib.h describes on Debian and Ubuntu.
+static const char *const ccic_jpeg_sonames[] = {"libjpeg.so.62", "libjpeg.so", NULL};
+static void *ccic_jpeg_slots[ccic_jpeg_count];
+static ccic_library ccic_jpeg_library = {"libjpeg-turbo", ccic_jpeg_sonames, "libjpeg62-turbo", ccic_jpeg_symbols,
+                                         ccic_jpeg_slots, 0, {0}};
+#define jpeg_std_error CCIC_CALL(ccic_jpeg, jpeg_std_error)
+#define jpeg_CreateDecompress CCIC_CALL(ccic_jpeg, jpeg_CreateDecompress)
+#define jpeg_destroy_decompress CCIC_CALL(ccic_jpeg, jpeg_destroy_decompress)
+#define jpeg_mem_src CCIC_CALL(ccic_jpeg, jpeg_mem_src)
+#define jpeg_save_markers CCIC_CALL(ccic_jpeg, jpeg_save_markers)
+#define jpeg_read_header CCIC_CALL(ccic_jpeg, jpeg_read_header)
+#define jpeg_calc_output_dimensions CCIC_CALL(ccic_jpeg, jpeg_calc_output_dimensions)
+#define jpeg_start_decompress CCIC_CALL(ccic_jpeg, jpeg_start_decompress)
+#define jpeg_read_scanlines CCIC_CALL(ccic_jpeg, jpeg_read_scanlines)
+#define jpeg_finish_decompress CCIC_CALL(ccic_jpeg, jpeg_finish_decompress)
+#define jpeg_CreateCompress CCIC_CALL(ccic_jpeg, jpeg_CreateCompress)
+#define jpeg_destroy_compress CCIC_CALL(ccic_jpeg, jpeg_destroy_compress)
+#define jpeg_mem_dest CCIC_CALL(ccic_jpeg, jpeg_mem_dest)
+#define jpeg_set_defaults CCIC_CALL(ccic_jpeg, jpeg_set_defaults)
+#define jpeg_set_quality CCIC_CALL(ccic_jpeg, jpeg_set_quality)
+#define jpeg_start_compress CCIC_CALL(ccic_jpeg, jpeg_start_compress)
+#define jpeg_write_scanlines CCIC_CALL(ccic_jpeg, jpeg_write_scanlines)
+#define jpeg_finish_compress CCIC_CALL(ccic_jpeg, jpeg_finish_compress)
 
 typedef struct ccic_jpeg_error_manager {
     struct jpeg_error_mgr pub;
@@ -105,6 +144,8 @@ int ccic_jpeg_read_header(ccic_jpeg_decoder *decoder, const uint8_t *data, size_
     struct jpeg_decompress_struct *cinfo = &decoder->cinfo;
     memset(info, 0, sizeof(*info));
     if (length == 0 || decoder->created) return ccic_fail(CCIC_INVALID, message, capacity, "empty JPEG");
+    int loaded = ccic_library_load(&ccic_jpeg_library, message, capacity);
+    if (loaded != CCIC_OK) return loaded;
     cinfo->err = NULL;
     ccic_jpeg_install_errors(&decoder->error);
     cinfo->err = &decoder->error.pub;
@@ -228,6 +269,8 @@ int ccic_jpeg_encode(const uint8_t *pixels, int width, int height, int channels,
                      uint8_t **output, size_t *output_length, char *message, size_t capacity) {
     *output = NULL;
     *output_length = 0;
+    int loaded = ccic_library_load(&ccic_jpeg_library, message, capacity);
+    if (loaded != CCIC_OK) return loaded;
     if (width <= 0 || height <= 0 || width > JPEG_MAX_DIMENSION || height > JPEG_MAX_DIMENSION) {
         return ccic_fail(CCIC_INVALID, message, capacity, "JPEG cannot hold %dx%d", width, height);
     }
@@ -287,4 +330,43 @@ int ccic_jpeg_encode(const uint8_t *pixels, int width, int height, int channels,
     ccic_jpeg_encoder_state_free(state, 1);
     return CCIC_OK;
 }
+
+#else // built without libjpeg's headers
+
+struct ccic_jpeg_decoder {
+    int unused;
+};
+
+ccic_jpeg_decoder *ccic_jpeg_decoder_create(void) { return calloc(1, sizeof(ccic_jpeg_decoder)); }
+
+void ccic_jpeg_decoder_destroy(ccic_jpeg_decoder *decoder) { free(decoder); }
+
+int ccic_jpeg_read_header(ccic_jpeg_decoder *decoder, const uint8_t *data, size_t length, ccic_jpeg_info *info,
+                          char *message, size_t capacity) {
+    (void)decoder, (void)data, (void)length;
+    memset(info, 0, sizeof(*info));
+    return ccic_fail(CCIC_UNAVAILABLE, message, capacity, CCIC_NOT_BUILT("JPEG", "libjpeg-dev"));
+}
+
+int ccic_jpeg_set_scale(ccic_jpeg_decoder *decoder, int scale_num, ccic_jpeg_info *info, char *message,
+                        size_t capacity) {
+    (void)decoder, (void)scale_num, (void)info;
+    return ccic_fail(CCIC_UNAVAILABLE, message, capacity, CCIC_NOT_BUILT("JPEG", "libjpeg-dev"));
+}
+
+void ccic_jpeg_set_memory_limit(ccic_jpeg_decoder *decoder, size_t bytes) { (void)decoder, (void)bytes; }
+
+int ccic_jpeg_decode(ccic_jpeg_decoder *decoder, uint8_t *pixels, size_t stride, char *message, size_t capacity) {
+    (void)decoder, (void)pixels, (void)stride;
+    return ccic_fail(CCIC_UNAVAILABLE, message, capacity, CCIC_NOT_BUILT("JPEG", "libjpeg-dev"));
+}
+
+int ccic_jpeg_encode(const uint8_t *pixels, int width, int height, int channels, size_t stride, int quality,
+                     uint8_t **output, size_t *output_length, char *message, size_t capacity) {
+    (void)pixels, (void)width, (void)height, (void)channels, (void)stride, (void)quality;
+    *output = NULL;
+    *output_length = 0;
+    return ccic_fail(CCIC_UNAVAILABLE, message, capacity, CCIC_NOT_BUILT("JPEG", "libjpeg-dev"));
+}
+#endif
 #endif

@@ -1,11 +1,27 @@
 // PNG through libpng's simplified API (which catches libpng's own longjmps internally and reports failures
-// in image.message).
+// in image.message), loaded at run time (loader.h).
 #ifdef __linux__
 #include "CCourierImageCodecs.h"
 #include "common.h"
 #include <stdlib.h>
 #include <string.h>
+#include "loader.h"
+
+#if __has_include(<png.h>)
 #include <png.h>
+
+#define CCIC_PNG_SYMBOLS(X) X(ccic_png, png_image_begin_read_from_memory) X(ccic_png, png_image_finish_read) \
+    X(ccic_png, png_image_free) X(ccic_png, png_image_write_to_memory)
+enum { CCIC_PNG_SYMBOLS(CCIC_SLOT_INDEX) ccic_png_count };
+static const char *const ccic_png_symbols[] = {CCIC_PNG_SYMBOLS(CCIC_SLOT_NAME) NULL};
+static const char *const ccic_png_sonames[] = {"libpng16.so.16", "libpng16.so", NULL};
+static void *ccic_png_slots[ccic_png_count];
+static ccic_library ccic_png_library = {"libpng", ccic_png_sonames, "libpng16-16", ccic_png_symbols, ccic_png_slots,
+                                        0, {0}};
+#define png_image_begin_read_from_memory CCIC_CALL(ccic_png, png_image_begin_read_from_memory)
+#define png_image_finish_read CCIC_CALL(ccic_png, png_image_finish_read)
+#define png_image_free CCIC_CALL(ccic_png, png_image_free)
+#define png_image_write_to_memory CCIC_CALL(ccic_png, png_image_write_to_memory)
 
 struct ccic_png_decoder {
     png_image image;
@@ -22,6 +38,8 @@ void ccic_png_decoder_destroy(ccic_png_decoder *decoder) {
 
 int ccic_png_read_header(ccic_png_decoder *decoder, const uint8_t *data, size_t length, int *width, int *height,
                          int *channels, char *message, size_t capacity) {
+    int loaded = ccic_library_load(&ccic_png_library, message, capacity);
+    if (loaded != CCIC_OK) return loaded;
     png_image *image = &decoder->image;
     memset(image, 0, sizeof(*image));
     image->version = PNG_IMAGE_VERSION;
@@ -63,6 +81,8 @@ int ccic_png_encode(const uint8_t *pixels, int width, int height, int channels, 
                     size_t *output_length, char *message, size_t capacity) {
     *output = NULL;
     *output_length = 0;
+    int loaded = ccic_library_load(&ccic_png_library, message, capacity);
+    if (loaded != CCIC_OK) return loaded;
     if (width <= 0 || height <= 0 || stride > 0x7fffffff) {
         return ccic_fail(CCIC_INVALID, message, capacity, "PNG cannot hold %dx%d", width, height);
     }
@@ -95,4 +115,34 @@ int ccic_png_encode(const uint8_t *pixels, int width, int height, int channels, 
     *output_length = (size_t)size;
     return CCIC_OK;
 }
+
+#else // built without libpng's headers
+
+struct ccic_png_decoder {
+    int unused;
+};
+
+ccic_png_decoder *ccic_png_decoder_create(void) { return calloc(1, sizeof(ccic_png_decoder)); }
+
+void ccic_png_decoder_destroy(ccic_png_decoder *decoder) { free(decoder); }
+
+int ccic_png_read_header(ccic_png_decoder *decoder, const uint8_t *data, size_t length, int *width, int *height,
+                         int *channels, char *message, size_t capacity) {
+    (void)decoder, (void)data, (void)length, (void)width, (void)height, (void)channels;
+    return ccic_fail(CCIC_UNAVAILABLE, message, capacity, CCIC_NOT_BUILT("PNG", "libpng-dev"));
+}
+
+int ccic_png_decode(ccic_png_decoder *decoder, uint8_t *pixels, size_t stride, char *message, size_t capacity) {
+    (void)decoder, (void)pixels, (void)stride;
+    return ccic_fail(CCIC_UNAVAILABLE, message, capacity, CCIC_NOT_BUILT("PNG", "libpng-dev"));
+}
+
+int ccic_png_encode(const uint8_t *pixels, int width, int height, int channels, size_t stride, uint8_t **output,
+                    size_t *output_length, char *message, size_t capacity) {
+    (void)pixels, (void)width, (void)height, (void)channels, (void)stride;
+    *output = NULL;
+    *output_length = 0;
+    return ccic_fail(CCIC_UNAVAILABLE, message, capacity, CCIC_NOT_BUILT("PNG", "libpng-dev"));
+}
+#endif
 #endif

@@ -13,6 +13,9 @@
 #define CCIC_TOO_LARGE 2
 #define CCIC_UNSUPPORTED 3
 #define CCIC_NO_MEMORY 4
+// The codec's library is not installed, or its headers were missing when Courier was built; the message
+// names the package to install.
+#define CCIC_UNAVAILABLE 5
 
 // MARK: JPEG (libjpeg-turbo)
 

@@ -105,6 +105,10 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         public static let imageTooLarge = Code("imageTooLarge")
         /// The image could not be encoded (`CourierImages`).
         public static let imageEncodingFailed = Code("imageEncodingFailed")
+        /// The image's codec is not available on this machine (`CourierImages` on Linux): its library is
+        /// not installed, or its headers were missing when Courier was built. The message names the
+        /// Debian package to install (`libwebp7` at run time, `libwebp-dev` to build, and so on).
+        public static let imageCodecUnavailable = Code("imageCodecUnavailable")
         public var description: String { name }
     }
 

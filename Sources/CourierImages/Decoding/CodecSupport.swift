@@ -83,6 +83,7 @@ func codecCall(_ format: ImageFormat, _ body: (UnsafeMutablePointer<CChar>, Int)
     switch code {
     case CCIC_TOO_LARGE: throw NetworkError(.imageTooLarge, message)
     case CCIC_NO_MEMORY: throw NetworkError(.imageTooLarge, "\(format): \(message)")
+    case CCIC_UNAVAILABLE: throw NetworkError(.imageCodecUnavailable, message)
     default: throw NetworkError(.invalidImage, message.isEmpty ? "invalid \(format)" : message)
     }
 }

@@ -1,3 +1,0 @@
-#include <stdio.h>
-#include <jpeglib.h>
-#include <jerror.h>
