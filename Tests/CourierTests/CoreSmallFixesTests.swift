@@ -14,7 +14,8 @@ struct CoreSmallFixesTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let database = try! OutboxDatabase.open(at: directory)
         let replayer = OutboxReplayer(
-            database: database, origin: "https://api.example.com:443", retry: OutboxRetry(), isReachable: true) { _ in nil }
+            database: database, pipeline: OutboxPipeline(origin: "https://api.example.com:443", name: "test"), retry: OutboxRetry(),
+            isReachable: true) { _ in nil }
         replayer.stop()
         #expect(await replayer.flush().isEmpty, "returns at once, no continuation left behind")
     }

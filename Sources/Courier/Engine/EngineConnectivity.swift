@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Logging
 import NIOConcurrencyHelpers
 
@@ -50,12 +51,19 @@ final class EngineConnectivity: Sendable {
     let logger: Logger
     /// `scheme://host:port` of the engine, or `nil` when its base URL is invalid.
     let origin: String?
+    /// The engine's request pipeline, as its outbox rows name it; `nil` when its base URL is invalid.
+    let pipeline: OutboxPipeline?
     private let state = NIOLockedValueBox(State())
 
-    init(engineID: UInt64, queue: NetworkQueue, baseURL: URL?, configuration: NetworkEngine.Configuration) {
+    init(
+        engineID: UInt64, queue: NetworkQueue, baseURL: URL?, configuration: NetworkEngine.Configuration,
+        defaultHeaders: HTTPFields
+    ) {
         self.engineID = engineID
         self.queue = queue
-        self.origin = baseURL.map(OutboxRecord.origin(of:))
+        let origin = baseURL.map(OutboxRecord.origin(of:))
+        self.origin = origin
+        self.pipeline = origin.map { OutboxPipeline(origin: $0, configuration: configuration, defaultHeaders: defaultHeaders) }
         self.concurrency = configuration.concurrency
         self.wifiOnlyMode = configuration.wifiOnlyMode
         self.dataDirectory = configuration.dataDirectory
@@ -264,13 +272,13 @@ final class EngineConnectivity: Sendable {
     /// The engine's replayer, made on first need (only when the engine replays automatically, unless
     /// `creating` asks for one regardless, as a flush does).
     func replayer(creating: Bool = false) -> OutboxReplayer? {
-        guard replaysAutomatically || creating, let origin, let database = outboxDatabase() else { return nil }
+        guard replaysAutomatically || creating, let pipeline, let database = outboxDatabase() else { return nil }
         let isReachable = reachability.status.isReachable
         let (replayer, isNew) = state.withLockedValue { state -> (OutboxReplayer?, Bool) in
             if state.isStopped { return (nil, false) }
             if let replayer = state.replayer { return (replayer, false) }
             guard let makeOperation = state.makeReplay else { return (nil, false) }
-            let replayer = OutboxReplayer(database: database, origin: origin, retry: retry, isReachable: isReachable, makeOperation: makeOperation)
+            let replayer = OutboxReplayer(database: database, pipeline: pipeline, retry: retry, isReachable: isReachable, makeOperation: makeOperation)
             state.replayer = replayer
             return (replayer, true)
         }

@@ -41,6 +41,18 @@ extension NetworkEngine {
         public var cache: ResponseCache?
         /// How operations use ``cache`` unless they set their own; the HTTP rules by default.
         public var cachePolicy = CachePolicy.useProtocol
+        /// The name of the user whose credentials a request carries, for the cache's partition: asked for
+        /// each request that carries credentials (an `Authorization`, a cookie, any of
+        /// ``sensitiveHeaderNames``), with its URL. `nil` (the default), or a `nil` answer: responses are
+        /// partitioned by the credentials themselves, so a refreshed bearer token starts a cold cache.
+        /// Give the signed-in user's id and a token refresh keeps the user's entries, while another user
+        /// (another id) never sees them. Only a keyed hash of the name is stored, never the name.
+        /// ```swift
+        /// configuration.cachePartitionName = { _ in session.userID }
+        /// ```
+        /// Return the same name only for credentials of the same user: requests with credentials and a
+        /// name share their entries whatever the credentials say.
+        public var cachePartitionName: (@Sendable (URL) -> String?)?
         /// Whether a network failure (or a 500, 502, 503, 504) is answered with the stored response, marked
         /// as cached and stale (ASIHTTPRequest's fallback). Off by default; `stale-if-error` applies regardless. Never
         /// where the response's or the request's directives forbid a stale answer (see ``servesStaleWhenDisconnected``).
@@ -134,6 +146,23 @@ extension NetworkEngine {
         /// when something is frozen, and at start-up if the outbox holds some). On by default; a command-line
         /// tool that only freezes turns it off and replays with ``NetworkEngine/flushOutbox()``.
         public var replaysOutbox = true
+        /// The name of the pipeline this engine freezes requests for, in its data directory's outbox. A
+        /// frozen request is replayed only by an engine of the same origin whose pipeline froze it, never
+        /// by another engine of its host with other interceptors or credentials. `nil` (the default): the
+        /// pipeline is named by its shape (the types of its ``interceptors``, whether it has a
+        /// ``cookieJar`` and a ``credentialProvider``, the names of its default headers), so two engines
+        /// made alike replay each other's requests, and an engine whose pipeline changes (an app update
+        /// that adds an interceptor) no longer replays what the old one froze. Name it to declare engines
+        /// equivalent, and to keep replaying across such changes:
+        /// ```swift
+        /// let api = NetworkEngine(host: "api.example.com", configuration: .init {
+        ///     $0.outboxName = "api"
+        ///     $0.interceptors = [RetryPolicy(), authenticator]
+        /// })
+        /// ```
+        /// Requests frozen by earlier versions of Courier (before pipelines) are replayed by any engine of
+        /// their origin.
+        public var outboxName: String?
 
         /// The defaults.
         public init() {}

@@ -105,6 +105,14 @@ extension NetworkOperation {
     /// Whether a failed attempt means "could not be sent" for a freezable operation.
     func shouldFreeze(after error: NetworkError) -> Bool {
         guard storage.withLockedValue({ $0.isFreezable && !$0.isReplay && !$0.machine.isCancellationRequested }) else { return false }
+        return Self.freezes(after: error)
+    }
+
+    /// Whether a failure means "could not be sent" (no connection, the link went away, no answer in time):
+    /// the failures that freeze a freezable operation. The one rule: freezing, and the interceptors'
+    /// retries that freezing pre-empts (a freezable operation goes to the outbox at once, not after a
+    /// ``RetryPolicy``'s backoff).
+    static func freezes(after error: NetworkError) -> Bool {
         switch error.code {
         case .cannotConnect, .notConnected, .connectionLost: return true
         case .timeout: return error.response == nil
@@ -169,7 +177,8 @@ extension NetworkOperation {
             id: id, origin: OutboxRecord.origin(of: url), method: method, url: url, headers: fields, body: frozenBody.bytes,
             frozenBody: frozenBody.layout, idempotencyKey: key, createdAt: now, expiresAt: ttl.map { now + $0.seconds },
             maximumAttempts: attempts, attempts: error?.response == nil ? 0 : 1, nextAttemptAt: now + (retryAfter ?? 0),
-            lastStatus: error?.response?.statusCode, lastError: error?.description, orderingKey: orderingKey)
+            lastStatus: error?.response?.statusCode, lastError: error?.description, orderingKey: orderingKey,
+            pipeline: context.connectivity.pipeline?.identity)
         do {
             try database.insertFrozen(record)
         } catch let outboxError {
@@ -182,6 +191,7 @@ extension NetworkOperation {
         let frozen = storage.withLockedValue { storage in
             guard storage.machine.freeze() else { return false }
             storage.outboxID = id
+            storage.frozenEntry = entry
             let handlers = storage.handlers.frozen
             let stateHandlers = storage.handlers.stateChange
             if !handlers.isEmpty || !stateHandlers.isEmpty {

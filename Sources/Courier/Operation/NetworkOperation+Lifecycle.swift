@@ -97,7 +97,8 @@ extension NetworkOperation {
             prepared.isMonitored = context.monitors != nil
             prepared.interceptors = InterceptorChain(
                 interceptors: context.configuration.pipeline + storage.interceptors, isReplay: storage.isReplay,
-                engineOrigin: context.connectivity.origin)
+                engineOrigin: context.connectivity.origin,
+                freezesWhenOffline: storage.isFreezable && !storage.isReplay && context.connectivity.dataDirectory != nil)
             storage.prepared = prepared
             return prepared
         }

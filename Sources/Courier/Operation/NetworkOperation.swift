@@ -99,6 +99,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var orderingKey: String?
         var freezesWhenUnavailable: Bool?
         var outboxID: String?
+        /// The outbox entry, once frozen (for ``NetworkOperation/deliveredOrFrozen()``).
+        var frozenEntry: OutboxEntry?
         /// A replay of a frozen request, sent by the outbox: never frozen again.
         var isReplay = false
         /// Set the moment the operation is decided to go to the outbox, before its row is written: from

@@ -42,8 +42,34 @@ public final class Outbox: Sendable {
     /// Every entry, oldest first: pending ones and dead letters.
     public var entries: [OutboxEntry] { database.records().map(\.entry) }
 
-    /// The entries given up (expired or out of attempts), oldest first.
+    /// The entries given up (expired, out of attempts, their body copy lost, or refused for want of
+    /// credentials), oldest first.
     public var deadLetters: [OutboxEntry] { entries.filter { $0.state != .pending } }
+
+    /// What became of the requests delivered or refused for good in the last 24 hours, by any engine or
+    /// process, oldest first (state ``OutboxEntry/State/delivered`` or
+    /// ``OutboxEntry/State/failedPermanently``, with ``OutboxEntry/finishedAt`` and
+    /// ``OutboxEntry/lastStatus``). ``NetworkEngine/outboxEvents`` tells only what happens while you listen;
+    /// this is how an app learns what was sent while it was not listening (launched after a replay, or
+    /// subscribed late):
+    /// ```swift
+    /// for entry in try Outbox().outcomes where entry.state == .delivered { markSent(entry.idempotencyKey) }
+    /// ```
+    public var outcomes: [OutboxEntry] { database.finishedEntries() }
+
+    /// Puts a dead letter back in line, to be sent again by the engine whose pipeline froze it: pending,
+    /// its attempts counted from zero, due at once, its time to live counted again from now. For a request
+    /// refused with `401`/`403` (``OutboxEntry/DeadLetterReason/unauthorized``) once the user has signed
+    /// in again, or one that ran out of attempts. The engine sends it at its next replay (when its host
+    /// becomes reachable, something is frozen, or at once with ``NetworkEngine/flushOutbox()``).
+    /// ```swift
+    /// for entry in outbox.deadLetters where entry.state == .deadLettered(.unauthorized) { outbox.retry(entry.id) }
+    /// await api.flushOutbox()
+    /// ```
+    /// - Parameter id: The entry's id.
+    /// - Returns: Whether there was such a dead letter (not a pending, finished or damaged entry).
+    @discardableResult
+    public func retry(_ id: String) -> Bool { database.revive(id: id, now: Date().timeIntervalSince1970) }
 
     /// Removes one entry (pending or dead-lettered); it will not be sent. An operation of this process
     /// waiting for it fails with ``NetworkError/Code/cancelled``.

@@ -4,11 +4,11 @@ import GRDB
 // The replayer's side of the outbox: choosing and claiming heads, leases, recording outcomes. Every
 // decision is ReplayStateMachine's; this is the transaction around it.
 extension OutboxDatabase {
-    /// What ``claimHead(origin:claim:now:lease:)`` found.
+    /// What ``claimHead(_:claim:now:lease:)`` found.
     enum ClaimResult {
         /// The head row, what to do with it, and the record (claimed when the decision is `.send`).
         case head(ReplayStateMachine.Head, ReplayStateMachine.HeadDecision, OutboxRecord)
-        /// Nothing pending for the origin.
+        /// Nothing pending for the pipeline.
         case empty
         /// The database could not be read or written (busy past its timeout, disk full, damaged).
         case failed(String)
@@ -18,11 +18,13 @@ extension OutboxDatabase {
     /// its outcome (see OutboxDatabase+Watch) before it is swept away.
     static let outcomeRetention: Double = 86_400
 
-    /// Reads the head (oldest pending row) of each lane of an origin that `claim` looks at and, in the
-    /// same transaction, acts on the one ``ReplayStateMachine/choose(_:now:claim:)`` picks: claims it
-    /// (lease) or dead-letters it. Attempts are counted when a request really reaches the server
-    /// (``complete(id:_:status:error:counted:now:)``), not here.
-    func claimHead(origin: String, claim: ReplayStateMachine.Claim, now: Double, lease: Double) -> ClaimResult {
+    /// Reads the head (oldest pending row) of each lane of a pipeline's rows that `claim` looks at and,
+    /// in the same transaction, acts on the one ``ReplayStateMachine/choose(_:now:claim:)`` picks: claims
+    /// it (lease) or dead-letters it. Attempts are counted when a request really reaches the server
+    /// (``complete(id:_:status:error:counted:now:)``), not here. A pipeline replays the rows it froze and
+    /// the rows of its origin that earlier versions wrote without a pipeline; never another pipeline's.
+    func claimHead(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) -> ClaimResult {
+        let origin = pipeline.origin
         followIfSetAside()
         do {
             var damaged: [String] = []
@@ -45,10 +47,11 @@ extension OutboxDatabase {
                         // The oldest pending row of each lane (rows without an ordering key share the host's).
                         let rows = try Row.fetchAll(db, sql: """
                             SELECT * FROM outbox WHERE seq IN (
-                                SELECT min(seq) FROM outbox WHERE origin = ? AND deadReason IS NULL AND outcome IS NULL
+                                SELECT min(seq) FROM outbox
+                                WHERE (pipeline = ? OR (pipeline IS NULL AND origin = ?)) AND deadReason IS NULL AND outcome IS NULL
                                 GROUP BY coalesce(orderingKey, ''))
                             ORDER BY seq
-                            """, arguments: [origin])
+                            """, arguments: [pipeline.identity, origin])
                         heads = []
                         readAll = true
                         for row in rows {
@@ -144,6 +147,13 @@ extension OutboxDatabase {
                         body = NULL, bodyLayout = NULL, leaseOwner = NULL, leaseExpires = NULL WHERE id = ?
                     """, arguments: [outcome, now, status, error, counted ? 1 : 0, id])
                 return true
+            case .deadLettered(let reason):
+                // Kept with its body copy, for the app to retry (Outbox.retry) or drop.
+                try db.execute(sql: """
+                    UPDATE outbox SET deadReason = ?, lastStatus = ?, lastError = ?, attempts = attempts + ?,
+                        leaseOwner = NULL, leaseExpires = NULL WHERE id = ?
+                    """, arguments: [reason.rawValue, status, error, counted ? 1 : 0, id])
+                return false
             case .retry(let at):
                 try db.execute(sql: """
                     UPDATE outbox SET nextAttemptAt = ?, lastStatus = ?, lastError = ?, attempts = attempts + ?,

@@ -122,7 +122,8 @@ final class OutboxDatabase: Sendable {
                     outcome TEXT,
                     finishedAt DOUBLE,
                     orderingKey TEXT,
-                    bodyLayout TEXT);
+                    bodyLayout TEXT,
+                    pipeline TEXT);
                 CREATE INDEX IF NOT EXISTS outboxByOrigin ON outbox(origin, deadReason, seq);
                 """)
             // Outboxes made by earlier versions: outcomes (another process's waiting operation reads them),
@@ -132,6 +133,9 @@ final class OutboxDatabase: Sendable {
             if !columns.contains("finishedAt") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN finishedAt DOUBLE") }
             if !columns.contains("orderingKey") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN orderingKey TEXT") }
             if !columns.contains("bodyLayout") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN bodyLayout TEXT") }
+            // The pipeline that froze a row (rows of earlier versions have none: any engine of their origin).
+            if !columns.contains("pipeline") { try db.execute(sql: "ALTER TABLE outbox ADD COLUMN pipeline TEXT") }
+            try db.execute(sql: "CREATE INDEX IF NOT EXISTS outboxByPipeline ON outbox(pipeline, deadReason, seq)")
         }
     }
 
@@ -145,8 +149,8 @@ final class OutboxDatabase: Sendable {
                 try pool.write { db in
                     try db.execute(sql: """
                         INSERT INTO outbox (id, origin, method, url, headers, body, idempotencyKey, createdAt, expiresAt,
-                            maximumAttempts, attempts, nextAttemptAt, lastStatus, lastError, orderingKey, bodyLayout)
-                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            maximumAttempts, attempts, nextAttemptAt, lastStatus, lastError, orderingKey, bodyLayout, pipeline)
+                            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """, arguments: [
                             record.id, record.origin, record.method.rawValue, record.url.absoluteString,
                             OutboxRecord.headersColumn(
@@ -155,7 +159,7 @@ final class OutboxDatabase: Sendable {
                             record.body,
                             record.idempotencyKey, record.createdAt, record.expiresAt, record.maximumAttempts,
                             record.attempts, record.nextAttemptAt, record.lastStatus, record.lastError, record.orderingKey,
-                            record.frozenBody?.text,
+                            record.frozenBody?.text, record.pipeline,
                         ])
                 }
             }

@@ -13,6 +13,11 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
         /// frozen) is missing or damaged, so the request it would send is not the one frozen.
         /// ``OutboxEntry/lastError`` says which copy and what is wrong with it.
         case bodyUnavailable
+        /// A replay was answered `401 Unauthorized` or `403 Forbidden`: the credentials it went with were
+        /// missing, expired or refused (the user signed out, a token the authenticator could not refresh).
+        /// Kept, not dropped, so that the app can sign in again and send it once more with
+        /// ``Outbox/retry(_:)``, or drop it. ``OutboxEntry/lastStatus`` holds the status.
+        case unauthorized
     }
 
     /// Where a frozen request stands.
@@ -51,10 +56,13 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
     /// Its ordering key (``NetworkOperation/orderingKey``): `nil` when it is replayed in its host's
     /// order, with the other entries of the host that have none.
     public let orderingKey: String?
+    /// When it was delivered or refused for good (see ``Outbox/outcomes``); `nil` otherwise.
+    public let finishedAt: Date?
 
     init(
         id: String, method: HTTPRequest.Method, url: URL, idempotencyKey: String, createdAt: Date, attempts: Int,
-        nextAttemptAt: Date, state: State, lastStatus: Int?, lastError: String?, orderingKey: String? = nil
+        nextAttemptAt: Date, state: State, lastStatus: Int?, lastError: String?, orderingKey: String? = nil,
+        finishedAt: Date? = nil
     ) {
         self.id = id
         self.method = method
@@ -67,6 +75,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
         self.lastStatus = lastStatus
         self.lastError = lastError
         self.orderingKey = orderingKey
+        self.finishedAt = finishedAt
     }
 
     /// One short line: id prefix, request, state, attempts, last status.
@@ -86,7 +95,16 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
     func with(state: State) -> OutboxEntry {
         OutboxEntry(
             id: id, method: method, url: url, idempotencyKey: idempotencyKey, createdAt: createdAt, attempts: attempts,
-            nextAttemptAt: nextAttemptAt, state: state, lastStatus: lastStatus, lastError: lastError, orderingKey: orderingKey)
+            nextAttemptAt: nextAttemptAt, state: state, lastStatus: lastStatus, lastError: lastError, orderingKey: orderingKey,
+            finishedAt: finishedAt)
+    }
+
+    /// The same entry, finished at another time.
+    func with(finishedAt: Date?) -> OutboxEntry {
+        OutboxEntry(
+            id: id, method: method, url: url, idempotencyKey: idempotencyKey, createdAt: createdAt, attempts: attempts,
+            nextAttemptAt: nextAttemptAt, state: state, lastStatus: lastStatus, lastError: lastError, orderingKey: orderingKey,
+            finishedAt: finishedAt)
     }
 }
 
@@ -125,6 +143,7 @@ extension OutboxEntry.DeadLetterReason {
         case .expired: "its time to live ran out"
         case .tooManyAttempts: "it used up its \(attempts) attempts"
         case .bodyUnavailable: detail ?? "the outbox's copy of its body is missing or damaged"
+        case .unauthorized: "the server refused its credentials (\(detail ?? "401 or 403")); kept until retried or dropped"
         }
     }
 }

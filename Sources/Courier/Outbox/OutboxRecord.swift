@@ -25,6 +25,9 @@ struct OutboxRecord: Sendable {
     var lastError: String?
     /// The row's ordering key (``NetworkOperation/orderingKey``); `nil` for the host's lane.
     var orderingKey: String?
+    /// The pipeline that froze the row and alone may replay it (``OutboxPipeline``); `nil` for a row
+    /// written by a version before pipelines, which any engine of its origin replays.
+    var pipeline: String?
 
     /// The row's lane in ``ReplayStateMachine``: its ordering key, `""` for the host's.
     var lane: String { orderingKey ?? "" }
@@ -76,7 +79,7 @@ struct OutboxRecord: Sendable {
             attempts: attempts, nextAttemptAt: nextAttemptAt,
             deadReason: column("deadReason", as: String.self).flatMap(OutboxEntry.DeadLetterReason.init(rawValue:)),
             lastStatus: column("lastStatus", as: Int.self), lastError: column("lastError", as: String.self),
-            orderingKey: column("orderingKey", as: String.self))
+            orderingKey: column("orderingKey", as: String.self), pipeline: column("pipeline", as: String.self))
     }
 
     // MARK: The headers column, and what older versions must not read
@@ -125,7 +128,7 @@ struct OutboxRecord: Sendable {
         id: String, origin: String, method: HTTPRequest.Method, url: URL, headers: HTTPFields, body: Data?,
         frozenBody: FrozenBody? = nil, idempotencyKey: String, createdAt: Double, expiresAt: Double?, maximumAttempts: Int?, attempts: Int = 0,
         nextAttemptAt: Double, deadReason: OutboxEntry.DeadLetterReason? = nil, lastStatus: Int? = nil, lastError: String? = nil,
-        orderingKey: String? = nil
+        orderingKey: String? = nil, pipeline: String? = nil
     ) {
         self.id = id
         self.origin = origin
@@ -144,5 +147,6 @@ struct OutboxRecord: Sendable {
         self.lastStatus = lastStatus
         self.lastError = lastError
         self.orderingKey = orderingKey
+        self.pipeline = pipeline
     }
 }

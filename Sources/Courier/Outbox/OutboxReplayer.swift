@@ -2,7 +2,7 @@ import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
 
-/// Runs one engine's ``ReplayStateMachine``: claims rows of the engine's origin from the outbox, sends
+/// Runs one engine's ``ReplayStateMachine``: claims rows of the engine's pipeline from the outbox, sends
 /// them through the engine (and so the shared queue), records each outcome, reports it, and sets the
 /// retry timer. Every decision is the machine's; this class only does the I/O, on the outbox's work
 /// queue (never a caller's thread nor the cooperative pool). While a replay is on its way its lease is
@@ -18,17 +18,18 @@ final class OutboxReplayer: Sendable {
     }
 
     let database: OutboxDatabase
-    let origin: String
+    let pipeline: OutboxPipeline
+    var origin: String { pipeline.origin }
     private let lease: Double
     private let makeOperation: @Sendable (OutboxRecord) -> NetworkOperation?
     private let state: NIOLockedValueBox<State>
 
     init(
-        database: OutboxDatabase, origin: String, retry: OutboxRetry, isReachable: Bool,
+        database: OutboxDatabase, pipeline: OutboxPipeline, retry: OutboxRetry, isReachable: Bool,
         makeOperation: @escaping @Sendable (OutboxRecord) -> NetworkOperation?
     ) {
         self.database = database
-        self.origin = origin
+        self.pipeline = pipeline
         self.lease = max(1, retry.lease.seconds)
         self.makeOperation = makeOperation
         let backoff = ReplayStateMachine.Backoff(base: max(0.001, retry.initialDelay.seconds), cap: max(0.001, retry.maximumDelay.seconds))
@@ -121,7 +122,7 @@ final class OutboxReplayer: Sendable {
                 return
             case .claimHead(let claim):
                 let now = Date().timeIntervalSince1970
-                switch database.claimHead(origin: origin, claim: claim, now: now, lease: lease) {
+                switch database.claimHead(pipeline, claim: claim, now: now, lease: lease) {
                 case .empty:
                     action = state.withLockedValue { $0.machine.headClaimed(nil, decision: nil) }
                 case .failed:
@@ -217,8 +218,8 @@ final class OutboxReplayer: Sendable {
         updated.lastStatus = response?.statusCode
         updated.lastError = errorText
         // Taken before the row records its outcome, so the cross-process watch never settles it instead.
-        let waiting = completion == .delivered || completion == .failedPermanently || dropRequested
-            ? database.detachOperation(for: record.id) : nil
+        let settles = if case .retry = completion { dropRequested } else { true }
+        let waiting = settles ? database.detachOperation(for: record.id) : nil
         switch completion {
         case .delivered:
             database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, counted: counted, now: now)
@@ -232,11 +233,17 @@ final class OutboxReplayer: Sendable {
             waiting?.finish(result.flatMap { _ in
                 .failure(NetworkError(.unacceptableStatus, "the server refused the frozen request with \(answer.statusCode)", url: record.url.absoluteString, response: answer))
             })
-        case .retry(let at) where dropRequested:
+        case .deadLettered where dropRequested, .retry where dropRequested:
             // Dropped while its replay was on its way, and the server did not take it: it goes now.
-            _ = at
             database.delete(id: record.id)
             waiting?.finish(.failure(NetworkError(.cancelled, "its outbox entry was dropped", url: record.url.absoluteString)))
+        case .deadLettered(let reason):
+            database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, counted: counted, now: now)
+            updated.deadReason = reason
+            publish(.deadLettered(updated.entry))
+            let why = reason.explanation(attempts: updated.attempts, detail: response.map { "\($0.statusCode)" })
+            waiting?.finish(.failure(NetworkError(
+                .deadLettered, "the frozen request was given up: \(why)", url: record.url.absoluteString, response: response)))
         case .retry(let at):
             database.complete(id: record.id, completion, status: response?.statusCode, error: errorText, counted: counted, now: now)
             updated.nextAttemptAt = at

@@ -81,8 +81,11 @@ struct ReplayStateMachine {
     enum Completion: Equatable {
         /// Delivered: remove the row.
         case delivered
-        /// Refused for good (a 4xx other than 408/429): remove the row.
+        /// Refused for good (a 4xx other than 401/403/408/429): remove the row.
         case failedPermanently
+        /// Refused for want of credentials (401, 403): keep the row as a dead letter, for the app to retry
+        /// once it has signed in again, or to drop.
+        case deadLettered(OutboxEntry.DeadLetterReason)
         /// Keep the row; try again no sooner than this time.
         case retry(at: Double)
     }
@@ -177,6 +180,7 @@ struct ReplayStateMachine {
     static func classify(_ outcome: Outcome) -> Completion? {
         guard case .answered(let status, _) = outcome else { return nil }
         if (200..<300).contains(status) { return .delivered }
+        if status == 401 || status == 403 { return .deadLettered(.unauthorized) }
         if (400..<500).contains(status) && status != 408 && status != 429 { return .failedPermanently }
         return nil
     }

@@ -12,6 +12,10 @@ struct InterceptorChain: Sendable {
     var isReplay = false
     /// The engine's origin (`scheme://host:port`), when it has a host: credentials stay with it.
     var engineOrigin: String?
+    /// Whether the operation freezes when it cannot be sent (freezable, not a replay): a failure that
+    /// freezes it (``NetworkOperation/freezes(after:)``) is not retried here first. The outbox's own
+    /// backoff takes over, at once, instead of a ``RetryPolicy`` waiting seconds before it freezes.
+    var freezesWhenOffline = false
 
     func context(attempt: Int, redirectCount: Int, originalURL: URL, url: URL) -> InterceptorContext {
         var context = InterceptorContext(attempt: attempt, redirectCount: redirectCount, originalURL: originalURL, url: url, isReplay: isReplay)
@@ -67,7 +71,9 @@ struct InterceptorChain: Sendable {
     func retryDecision(
         for request: PreparedRequest, after failure: NetworkError, attempt: Int, elapsed: Duration
     ) async -> RetryDecision {
-        guard !interceptors.isEmpty, attempt < Self.attemptLimit, failure.code != .cancelled else { return .doNotRetry }
+        guard !interceptors.isEmpty, attempt < Self.attemptLimit, failure.code != .cancelled,
+            !(freezesWhenOffline && NetworkOperation.freezes(after: failure))
+        else { return .doNotRetry }
         let message = HTTPRequest(method: request.method, url: request.url, headerFields: request.headers)
         for interceptor in interceptors {
             let decision = await interceptor.retry(message, after: failure, attempt: attempt, elapsed: elapsed)
