@@ -12,7 +12,8 @@ import Darwin
 /// domain and path. Used only on its jar's serial queue, never on a caller's thread nor the cooperative
 /// pool: every method blocks on disk.
 ///
-/// The file is created owner-only (0600), in a directory created owner-only (0700) when missing. A
+/// The file is created owner-only (0600), in a directory created owner-only (0700) when missing; what
+/// SQLite frees is overwritten (`secure_delete`), so removed values do not stay in the file. A
 /// damaged file (`SQLITE_CORRUPT`, `SQLITE_NOTADB`, or `PRAGMA quick_check` failing), found on opening
 /// or while writing, is renamed `<name>.damaged-<seconds since 1970>` (with its journal), logged at error
 /// level, and a fresh file is started; the jar's memory is then written to it again. Any other failure
@@ -93,7 +94,7 @@ final class CookieDatabase: Sendable {
         // Created owner-only before SQLite sees it; SQLite gives its journal the same mode.
         createOwnerOnly(file.path)
         var configuration = Configuration()
-        configuration.busyMode = .timeout(5)
+        Self.configure(&configuration)
         let queue = try DatabaseQueue(path: file.path, configuration: configuration)
         do {
             let check = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
@@ -116,6 +117,13 @@ final class CookieDatabase: Sendable {
                     """)
                 if !keepsSessionCookies { try db.execute(sql: "DELETE FROM cookie WHERE expires IS NULL") }
             }
+            // A file written before `secure_delete` may hold removed values in its free space: rewrite it
+            // once (VACUUM cannot run in a transaction); user_version 1 marks it done.
+            try queue.writeWithoutTransaction { db in
+                guard try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0 < 1 else { return }
+                try db.execute(sql: "VACUUM")
+                try db.execute(sql: "PRAGMA user_version = 1")
+            }
         } catch {
             try? queue.close()
             throw error
@@ -124,6 +132,14 @@ final class CookieDatabase: Sendable {
             try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path + suffix)
         }
         return queue
+    }
+
+    /// The jar's connection settings: a busy timeout, and `secure_delete` on, so that SQLite overwrites
+    /// what it frees with zeros: a removed, expired or replaced cookie's value does not linger in the
+    /// file's free pages (SQLite's default is off unless it was built with `SQLITE_SECURE_DELETE`).
+    static func configure(_ configuration: inout Configuration) {
+        configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
     }
 
     private func readAll(_ queue: DatabaseQueue) throws -> [Cookie] {

@@ -10,11 +10,13 @@ enum CookieMatching {
         return host.lowercased()
     }
 
-    /// Whether a host is an IP address (IPv6, or IPv4 in any dotted form whose last label is numeric):
-    /// such hosts only ever get host-only cookies.
+    /// Whether a host is an IP address (IPv6, or IPv4 in any dotted form whose last label is numeric,
+    /// one trailing dot allowed as URL parsers allow it: `1.2.3.4.`): such hosts only ever get host-only
+    /// cookies.
     static func isIPAddress(_ host: String) -> Bool {
         if host.contains(":") { return true }
-        guard let last = host.split(separator: ".", omittingEmptySubsequences: false).last, !last.isEmpty else { return false }
+        let name = host.hasSuffix(".") ? host.dropLast() : host[...]
+        guard let last = name.split(separator: ".", omittingEmptySubsequences: false).last, !last.isEmpty else { return false }
         return last.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
             || (last.lowercased().hasPrefix("0x") && last.count > 2 && last.dropFirst(2).allSatisfy(\.isHexDigit))
     }

@@ -13,11 +13,14 @@ import Foundation
 ///   List, see ``PublicSuffixList``: `co.uk`, `github.io`, and any single label such as `com` or
 ///   `localhost`) is accepted only when it is the request host itself, and the cookie is then
 ///   host-only; otherwise the cookie is ignored (RFC 6265bis §5.7 step 9);
+/// - a host with a trailing dot (`a.com.`) is another host than `a.com`, as in Chromium: its cookies
+///   (host-only, or `Domain=a.com.`) go only to names ending in `a.com.`, `Domain=com.` is a public
+///   suffix, and `1.2.3.4.` is an IP address;
 /// - `Path` must start with `/`, else the default path (§5.1.4) applies;
 /// - a `Secure` cookie is refused from a non-https URL (http to localhost included), and a non-https
 ///   URL cannot overwrite or shadow a `Secure` cookie of the same name (RFC 6265bis §5.7 step 16,
 ///   "leave secure cookies alone"); `__Secure-` names need `Secure`, `__Host-` names need `Secure`,
-///   no `Domain` and `Path=/`;
+///   no `Domain` and an explicit `Path=/` attribute (a default path of `/` is not enough);
 /// - a cookie with the same name, domain and path is replaced, keeping its creation date; an expired
 ///   one deletes it instead;
 /// - expired cookies go first; then, beyond ``Limits/perSite`` cookies for one site (registrable
@@ -137,7 +140,7 @@ struct CookieStorage: Sendable {
         if parsed.isSecure && !isSecureOrigin { return [] }
         let lowercasedName = parsed.name.lowercased()
         if lowercasedName.hasPrefix("__secure-") && !parsed.isSecure { return [] }
-        if lowercasedName.hasPrefix("__host-") && !(parsed.isSecure && parsed.domain == nil && path == "/") { return [] }
+        if lowercasedName.hasPrefix("__host-") && !(parsed.isSecure && parsed.domain == nil && parsed.path == "/") { return [] }
         if !parsed.isSecure && !isSecureOrigin && shadowsSecureCookie(name: parsed.name, domain: domain, path: path) {
             return []
         }
