@@ -46,15 +46,6 @@ struct DigestsTests {
         #expect(NetworkOperation.makeUniqueIdentifier(method: .delete, url: "https://api.example.com/v1/items/7?force=1", body: Data()) == delete)
     }
 
-    @Test func credentialPartitionsAreUnchanged() throws {
-        var headers = HTTPFields()
-        headers[.cookie] = "theme=cookie-secret-789"
-        headers[.authorization] = "Bearer token-secret-456"
-        headers[.accept] = "application/json"
-        let partition = try #require(NetworkOperation.credentialPartition(of: headers))
-        #expect(partition == "dd35566c94db4a375a8463828e16b546208e4387f8c17f6600258cb037beae49")
-    }
-
     func temporaryDirectory() -> URL {
         FileManager.default.temporaryDirectory.appendingPathComponent("courier-digest-test-\(UUID().uuidString)")
     }

@@ -47,6 +47,19 @@ final class DiskCacheStore: Sendable {
         }
     }
 
+    /// Removes the entries of credentialed requests that earlier versions partitioned by a bare SHA-256
+    /// of the credentials (one hash per guessed password gives it back): every partition is now keyed
+    /// (``CachePartitionKey``), so those rows would never be matched again anyway.
+    private func forgetUnkeyedPartitions(_ pool: DatabasePool) throws {
+        let ids = try pool.write { db -> [String] in
+            let condition = "partition <> '' AND partition NOT LIKE '\(CachePartitionKey.prefix)%'"
+            let ids = try String.fetchAll(db, sql: "SELECT id FROM entries WHERE \(condition)")
+            if !ids.isEmpty { try db.execute(sql: "DELETE FROM entries WHERE \(condition)") }
+            return ids
+        }
+        for id in ids { try? FileManager.default.removeItem(at: bodies.appendingPathComponent(id)) }
+    }
+
     private func open(rebuildingOnFailure: Bool) -> DatabasePool? {
         let fileManager = FileManager.default
         do {
@@ -54,6 +67,8 @@ final class DiskCacheStore: Sendable {
             try fileManager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
             var configuration = Configuration()
             configuration.busyMode = .timeout(5)
+            // Removed rows (a user's partition, a response's headers) are overwritten, not left in free pages.
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
             let pool = try DatabasePool(path: directory.appendingPathComponent("index.sqlite").path, configuration: configuration)
             try pool.write { db in
                 try db.execute(sql: """
@@ -76,6 +91,7 @@ final class DiskCacheStore: Sendable {
                     """)
                 _ = try Row.fetchAll(db, sql: "SELECT id FROM entries LIMIT 1")
             }
+            try forgetUnkeyedPartitions(pool)
             return pool
         } catch {
             logger.debug("courier disk cache unusable", metadata: ["courier-error": "\(error)"])

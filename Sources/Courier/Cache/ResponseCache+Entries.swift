@@ -29,7 +29,7 @@ extension ResponseCache {
         } else {
             candidates = await withCheckedContinuation { continuation in readDisk(for: url) { continuation.resume(returning: $0) } }
         }
-        let request = CacheLookup.Request(url: url, headers: fields, credentialPartition: NetworkOperation.credentialPartition(
+        let request = CacheLookup.Request(url: url, headers: fields, credentialPartition: credentialPartition(
             of: fields, names: SensitiveHeaders.defaultNames.union(sensitiveHeaderNames.map { $0.lowercased() })))
         guard let entry = CacheLookup.select(request, from: candidates) else { return nil }
         let age = CacheFreshness.currentAge(headers: entry.headers, requestTime: entry.requestTime, responseTime: entry.responseTime, now: now())

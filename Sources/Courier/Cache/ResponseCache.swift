@@ -47,6 +47,10 @@ public final class ResponseCache: Sendable {
 
     private let state: NIOLockedValueBox<State>
     private let disk: DiskCacheStore?
+    /// The key of credential partitions (``CachePartitionKey``): the disk tier's, read or made on the disk
+    /// queue when the cache is created; a lookup that comes first waits for that one small read.
+    private let partitionKeyBox = NIOLockedValueBox<CachePartitionKey?>(nil)
+    private let partitionKeyDirectory: URL?
     /// Where disk reads for lookups run.
     let diskQueue = DispatchQueue(label: "courier.cache.disk")
     /// The cache's notion of now; tests inject a clock.
@@ -71,8 +75,10 @@ public final class ResponseCache: Sendable {
     ) {
         self.state = NIOLockedValueBox(State(lru: MemoryLRU(capacity: memoryCapacity)))
         self.disk = directory.map { DiskCacheStore(directory: $0, capacity: diskCapacity) }
+        self.partitionKeyDirectory = directory
         self.now = clock
         diskQueue.setSpecific(key: Self.diskQueueKey, value: ObjectIdentifier(self))
+        if directory != nil { diskQueue.async { [weak self] in _ = self?.partitionKey } }
         #if canImport(Darwin)
         let observer = observeMemoryPressure()
         memoryPressure.withLockedValue { $0 = observer }
@@ -150,6 +156,34 @@ public final class ResponseCache: Sendable {
     // MARK: Internal
 
     /// The stored variants for a URL, most recently used first (memory, then disk).
+    /// The key of this cache's credential partitions (see ``partitionKeyBox``).
+    var partitionKey: CachePartitionKey {
+        partitionKeyBox.withLockedValue { key in
+            if let key { return key }
+            let loaded = partitionKeyDirectory.map(CachePartitionKey.load(in:)) ?? .ephemeral()
+            key = loaded
+            return loaded
+        }
+    }
+
+    /// The partition of a request's responses, so that responses to different users are never mixed;
+    /// `nil` without credentials. A keyed hash (``CachePartitionKey``) of the credential fields, or of
+    /// `user` when the app names the user they belong to
+    /// (``NetworkEngine/Configuration/cachePartitionName``), so that a refreshed token keeps its user's
+    /// entries. The credentials themselves, or a bare hash of them, are never stored.
+    /// - Parameters:
+    ///   - headers: The request's fields, credentials included.
+    ///   - names: The lowercase names that carry credentials (the engine's sensitive names and the
+    ///     provider's fields).
+    ///   - user: The app's name for the partition, if it gave one.
+    func credentialPartition(of headers: HTTPFields, names: Set<String>, user: String? = nil) -> String? {
+        let credentials = SensitiveHeaders.kept(names, from: headers)
+        guard !credentials.isEmpty else { return nil }
+        if let user { return partitionKey.partition(of: "user\n" + user) }
+        let material = credentials.map { "\($0.name.canonicalName): \($0.value)" }.sorted().joined(separator: "\n")
+        return partitionKey.partition(of: material)
+    }
+
     func candidates(for url: URL) -> [CachedResponseEntry] {
         memoryCandidates(for: url) ?? diskCandidates(for: url)
     }

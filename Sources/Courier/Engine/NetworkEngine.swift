@@ -106,7 +106,8 @@ public final class NetworkEngine: Sendable {
         self.defaultHeaders = fields
         self.headerError = headerError
         let baseURL = (try? composer.get()).flatMap { URL(string: $0.baseURLString) }
-        let connectivity = EngineConnectivity(engineID: id, queue: queue, baseURL: baseURL, configuration: configuration)
+        let connectivity = EngineConnectivity(
+            engineID: id, queue: queue, baseURL: baseURL, configuration: configuration, defaultHeaders: fields)
         let executor = RequestExecutor(transport: transport)
         // One hub for the engine's operations and its replays: one serial queue of monitor calls.
         let monitors = EventMonitorHub.make(configuration.eventMonitors)
@@ -179,7 +180,9 @@ public final class NetworkEngine: Sendable {
         } else {
             valid = .failure(NetworkError(.invalidURL, "not an absolute http(s) URL", url: url))
         }
-        let operation = makeOperation(url: valid, fallback: (try? valid.get()) ?? url, params: params, method: method, body: body)
+        let operation = makeOperation(
+            url: valid, fallback: (try? valid.get()) ?? url, params: params, method: method, body: body,
+            headers: defaultHeaders(for: try? valid.get()))
         if let credentials {
             do {
                 operation.setHeader(try BasicAuthentication.authorization(for: credentials), forName: "Authorization")
@@ -190,9 +193,37 @@ public final class NetworkEngine: Sendable {
         return operation
     }
 
+    /// Builds an operation for an absolute URL given as a `URL` (``NetworkResponse/links``' values, a
+    /// `Location` you read), as the form that takes a `String` does.
+    /// ```swift
+    /// if let next = response.links["next"] { page = try await engine.send(engine.operation(url: next)) }
+    /// ```
+    /// - Parameters:
+    ///   - url: An absolute http or https URL.
+    ///   - params: Parameters, as for ``operation(path:params:method:body:)``.
+    ///   - method: The method; GET by default.
+    ///   - body: The body, if any.
+    /// - Returns: A new operation, not yet enqueued.
+    public func operation(
+        url: URL, params: [String: ParameterValue] = [:], method: HTTPRequest.Method = .get, body: RequestBody? = nil
+    ) -> NetworkOperation {
+        operation(url: url.absoluteString, params: params, method: method, body: body)
+    }
+
+    /// The default headers for a request to `url`: all of them on the engine's origin; elsewhere, all but
+    /// the credentials among them (``Configuration/sensitiveHeaderNames``: an `X-API-Key` goes to the
+    /// engine's API only, as a redirect to another origin would drop it too).
+    private func defaultHeaders(for url: String?) -> HTTPFields {
+        guard let target = url.flatMap(URL.init(string:)),
+            OutboxRecord.origin(of: target) != context.connectivity.origin
+        else { return defaultHeaders }
+        let sensitive = Set(configuration.sensitiveHeaderNames.map { $0.lowercased() }).union(CredentialFields.names)
+        return SensitiveHeaders.removed(sensitive, from: defaultHeaders)
+    }
+
     private func makeOperation(
         url: Result<String, NetworkError>, fallback: String, params: [String: ParameterValue],
-        method: HTTPRequest.Method, body: RequestBody?
+        method: HTTPRequest.Method, body: RequestBody?, headers: HTTPFields? = nil
     ) -> NetworkOperation {
         var body = body
         var url = url
@@ -208,7 +239,7 @@ public final class NetworkEngine: Sendable {
             URL(string: string).map { .success($0) } ?? .failure(NetworkError(.invalidURL, "not a valid URL", url: string))
         }
         return NetworkOperation(
-            method: method, url: parsed, urlString: urlString, headers: defaultHeaders, body: body,
+            method: method, url: parsed, urlString: urlString, headers: headers ?? defaultHeaders, body: body,
             context: context, inputError: headerError)
     }
 

@@ -48,7 +48,9 @@ extension NetworkOperation {
         let credentials = currentCredentials().replacing(with: interceptorCacheCredentials(for: url))
         let request = CacheLookup.Request(
             method: method, url: url, headers: headers,
-            credentialPartition: Self.credentialPartition(of: headers.replacing(with: credentials), names: context.sensitiveNames(with: credentials)))
+            credentialPartition: cache.credentialPartition(
+                of: headers.replacing(with: credentials), names: context.sensitiveNames(with: credentials),
+                user: context.configuration.cachePartitionName?(url)))
         let candidates = stored ?? cache.candidates(for: url)
         let decision = CacheLookup.decide(request, candidates: candidates, now: now, policy: policy.lookupPolicy)
         let matching = CacheLookup.matching(request, from: candidates)
@@ -274,7 +276,8 @@ extension NetworkOperation {
         var entry = CachedResponseEntry.storing(
             url: response.url, requestHeaders: requestHeaders, status: response.status, responseHeaders: response.headers,
             body: response.body, requestTime: requestTime, responseTime: now,
-            credentialPartition: Self.credentialPartition(of: requestHeaders, names: names))
+            credentialPartition: context.configuration.cache?.credentialPartition(
+                of: requestHeaders, names: names, user: context.configuration.cachePartitionName?(requestURL ?? response.url)))
         entry.isMemoryOnly = entry.varySelectedHeaders.keys.contains { names.contains($0.lowercased()) }
         return entry
     }
@@ -357,16 +360,5 @@ extension NetworkOperation {
             body: nil, context: context, inputError: nil)
         background.cachePolicy = .reloadRevalidating
         background.submit()
-    }
-
-    /// A digest of the request's credentials, so responses to different users are never mixed;
-    /// `nil` without credentials. The credentials themselves are never stored.
-    /// - Parameter names: The lowercase names that carry credentials (the engine's sensitive names and
-    ///   the provider's fields).
-    static func credentialPartition(of headers: HTTPFields, names: Set<String> = SensitiveHeaders.defaultNames) -> String? {
-        let credentials = SensitiveHeaders.kept(names, from: headers)
-            .map { "\($0.name.canonicalName): \($0.value)" }.sorted()
-        guard !credentials.isEmpty else { return nil }
-        return Digests.sha256Hex(Data(credentials.joined(separator: "\n").utf8))
     }
 }

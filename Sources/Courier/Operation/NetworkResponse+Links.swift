@@ -10,7 +10,7 @@ extension NetworkResponse {
     /// while let op = page {
     ///     let response = try await engine.send(op)
     ///     show(try response.decode([Issue].self))
-    ///     page = response.links["next"].map { engine.operation(url: $0.absoluteString) }
+    ///     page = response.links["next"].map { engine.operation(url: $0) }
     /// }
     /// ```
     /// A link with several relation types (`rel="next last"`) is listed under each; the first link of a
