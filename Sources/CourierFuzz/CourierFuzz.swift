@@ -1,4 +1,6 @@
-// The libFuzzer harness of Courier's header parsers (scripts/fuzz builds and runs it).
+// The libFuzzer harness of Courier's header parsers, the courier command line's value parsers
+// (`option-values`, through the same `FuzzEntryPoints`) and CourierImages' decoders (scripts/fuzz builds
+// and runs it).
 //
 // Built by scripts/fuzz with `--sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address -Xswiftc -DCOURIER_FUZZ`
 // (one Swift -sanitize= flag: swiftc keeps only the last; see the script): libFuzzer
@@ -13,7 +15,8 @@ import Courier
 import CourierImages
 import Foundation
 
-/// A target: one of Courier's header parsers, or one of CourierImages' decoders.
+/// A target: one of Courier's parsers (header fields, the command line's values), or one of
+/// CourierImages' decoders.
 enum FuzzTarget {
     case parser(FuzzEntryPoints.Parser)
     case image(ImageFuzzEntryPoints.Target)

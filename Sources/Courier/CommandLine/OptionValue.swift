@@ -1,13 +1,13 @@
 /// The values the `courier` command line takes, parsed and range-checked in one place: seconds, a
 /// bandwidth in bytes per second, a whole number in a range, a pixel box. Every command's options go
-/// through these (`Sources/courier`).
+/// through these (`Sources/courier`), and so does the fuzz harness (`FuzzEntryPoints.Parser.optionValues`).
 ///
 /// Nothing here traps, whatever the text: a value that is not a plain decimal number, is negative, NaN,
 /// infinite, huge, or overflows once its unit is applied is an ``Invalid`` error whose description says
 /// what is accepted (the CLI turns it into a usage error, exit status 2). `Int(x)` on a `Double` traps when
 /// `x` is out of `Int`'s range: every conversion here happens after the range check.
 ///
-/// `package` access: the CLI reaches it; library users never see it.
+/// `package` access: the CLI and the fuzz harness reach it; library users never see it.
 package enum OptionValue {
     /// A value the command line cannot take; `description` says what it accepts.
     package struct Invalid: Error, CustomStringConvertible, Equatable {

@@ -32,6 +32,9 @@ package enum FuzzEntryPoints {
         case digestChallenge = "digest-challenge"
         /// `Link` (RFC 8288).
         case link
+        /// The `courier` command line's option values (seconds, rates, counts, pixel boxes), one value per
+        /// input line: never out of their ranges.
+        case optionValues = "option-values"
     }
 
     /// Runs `parser` on `bytes` (any bytes: invalid UTF-8 is repaired, as it would be when a field
@@ -49,6 +52,7 @@ package enum FuzzEntryPoints {
         case .wwwAuthenticate: wwwAuthenticate(text)
         case .digestChallenge: digestChallenge(text)
         case .link: link(text)
+        case .optionValues: optionValues(text)
         }
     }
 
