@@ -4,7 +4,7 @@ public import HTTPTypes
 /// authentication scheme with either a token68 or a list of auth-params.
 ///
 /// A field value may hold several challenges, and a response several field lines;
-/// ``parse(_:)`` and ``challenges(in:proxy:)`` return them all, in order. The parser is lenient and
+/// ``parse(_:)-(String)`` and ``challenges(in:proxy:)`` return them all, in order. The parser is lenient and
 /// total: it returns what it could read (possibly nothing) and never fails or traps, whatever the
 /// input, in time linear in its length.
 ///

@@ -15,7 +15,7 @@ public struct BasicAuthenticator: RequestInterceptor {
     public var credentials: PasswordCredentials
 
     /// Creates an authenticator for these credentials. (Credentials in an operation's URL need none:
-    /// ``NetworkEngine/operation(url:params:method:body:)`` sends them with Basic itself.)
+    /// `NetworkEngine.operation(url:params:method:body:)` sends them with Basic itself.)
     public init(credentials: PasswordCredentials) {
         self.credentials = credentials
     }

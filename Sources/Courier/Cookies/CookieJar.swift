@@ -20,7 +20,7 @@ import NIOConcurrencyHelpers
 /// a public suffix (`co.uk`, `github.io`, `com`: the Public Suffix List, shipped with Courier) is
 /// refused, unless that domain is the request host itself (it is then host-only); at most 180 cookies
 /// are kept per site (registrable domain) and 3000 in all, least recently used evicted first. See
-/// ``CookieStorage`` for every rule.
+/// `CookieStorage` for every rule.
 ///
 /// ## Persistence
 /// `CookieJar(persistingIn:)` keeps the cookies in `cookies.sqlite` in a directory (created owner-only

@@ -73,7 +73,7 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         /// writable, disk full, or it changed size while being sent.
         public static let fileUnavailable = Code("fileUnavailable")
         /// A one-shot stream cannot be read again: a request body a 307/308 redirect or a retry needed to
-        /// send again, a freezable operation whose body is a one-shot stream (``RequestBody/stream(_:length:contentType:)-(Chunks,_,_)``),
+        /// send again, a freezable operation whose body is a one-shot stream (`RequestBody.stream(_:length:contentType:)`),
         /// or a second iteration of ``NetworkOperation/bodyStream``.
         public static let bodyNotReplayable = Code("bodyNotReplayable")
         /// A freezable request's body is larger than ``NetworkEngine/Configuration/maximumFrozenBodySize``

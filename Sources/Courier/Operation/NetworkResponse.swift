@@ -22,7 +22,7 @@ public struct NetworkResponse: Sendable {
     public var isCachedResponse: Bool
     /// Where the response came from, when the engine has a ``ResponseCache``; `nil` otherwise.
     public var cacheOutcome: CacheOutcome?
-    /// The files the body was written to, for a download (``NetworkOperation/download(to:resumable:)``):
+    /// The files the body was written to, for a download (``NetworkOperation/download(to:resumable:)-([URL],_)``):
     /// complete, in place, in the order given. The body is then not kept in memory (``body`` is empty).
     public var fileURLs: [URL] = []
 

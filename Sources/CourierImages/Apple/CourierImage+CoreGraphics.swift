@@ -18,7 +18,7 @@ extension CourierImage {
 
     /// Draws `cgImage` into sRGB pixels: `.gray8` for a gray image without alpha, `.rgb8` for an opaque one,
     /// `.rgba8` (un-premultiplied) otherwise.
-    /// - Throws: ``Courier/NetworkError`` `.invalidImage` when Core Graphics cannot draw it.
+    /// - Throws: `NetworkError` `.invalidImage` when Core Graphics cannot draw it.
     public init(cgImage: CGImage) throws(NetworkError) {
         let width = cgImage.width, height = cgImage.height
         guard width > 0, height > 0 else { throw NetworkError(.invalidImage, "CGImage of \(width)x\(height)") }

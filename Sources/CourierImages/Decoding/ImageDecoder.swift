@@ -9,7 +9,7 @@ public protocol ImageDecoder: Sendable {
     func canDecode(_ data: Data) -> Bool
 
     /// Decodes `data`.
-    /// - Throws: ``Courier/NetworkError`` with `.imageTooLarge` when the declared size exceeds
+    /// - Throws: `NetworkError` with `.imageTooLarge` when the declared size exceeds
     ///   `options.maximumPixelCount` (checked before any pixel memory is allocated), `.invalidImage` for
     ///   a corrupt or truncated image.
     func decode(_ data: Data, options: ImageDecodingOptions) throws(NetworkError) -> CourierImage

@@ -6,7 +6,7 @@ public enum ImageDecoders {
     public static var standard: [any ImageDecoder] { platformDecoders }
 
     /// Decodes `data` with the first of `decoders` that recognises its first bytes.
-    /// - Throws: ``Courier/NetworkError`` `.unsupportedImageFormat` when none does (an HTML error page
+    /// - Throws: `NetworkError` `.unsupportedImageFormat` when none does (an HTML error page
     ///   served as `image/png`, random bytes), or what the decoder throws.
     public static func decode(
         _ data: Data, options: ImageDecodingOptions = ImageDecodingOptions(), decoders: [any ImageDecoder] = standard

@@ -5,7 +5,7 @@ internal import CCourierImageCodecs
 
 extension CourierImage {
     /// The image encoded as `encoding` (libjpeg-turbo and libpng on Linux, ImageIO on Apple platforms).
-    /// - Throws: ``Courier/NetworkError`` `.imageEncodingFailed` when the encoder fails.
+    /// - Throws: `NetworkError` `.imageEncodingFailed` when the encoder fails.
     public func encoded(as encoding: ImageEncoding) throws(NetworkError) -> Data {
         #if canImport(CCourierImageCodecs)
         var output: UnsafeMutablePointer<UInt8>?

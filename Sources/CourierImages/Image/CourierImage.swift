@@ -41,7 +41,7 @@ public struct CourierImage: Sendable, Hashable {
     public var sourceFormat: ImageFormat?
 
     /// Creates an image from pixels laid out as ``pixelFormat`` says.
-    /// - Throws: ``Courier/NetworkError`` `.invalidImage` when `pixels` does not hold exactly
+    /// - Throws: `NetworkError` `.invalidImage` when `pixels` does not hold exactly
     ///   `width * height * pixelFormat.bytesPerPixel` bytes or a dimension is not positive.
     public init(width: Int, height: Int, pixelFormat: PixelFormat, pixels: [UInt8], sourceFormat: ImageFormat? = nil) throws(NetworkError) {
         let (rowBytes, overflow1) = width.multipliedReportingOverflow(by: pixelFormat.bytesPerPixel)

@@ -15,7 +15,7 @@ extension ImagePipeline {
     ///   - thumbnail: The size to scale down to, or `nil` for the full image.
     ///   - priority: The request's priority in the shared queue, and its decode's among waiting decodes
     ///     (``prefetch(urls:engine:thumbnail:)`` uses `.veryLow`).
-    /// - Throws: ``Courier/NetworkError``: the request's errors, `.unsupportedImageFormat`, `.invalidImage`,
+    /// - Throws: `NetworkError`: the request's errors, `.unsupportedImageFormat`, `.invalidImage`,
     ///   `.imageTooLarge`, `.cancelled`.
     public func image(
         url: String, engine: NetworkEngine, thumbnail: Thumbnail? = nil, priority: NetworkOperation.Priority = .normal

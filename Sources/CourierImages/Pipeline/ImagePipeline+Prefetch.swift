@@ -17,7 +17,7 @@ extension ImagePipeline {
     }
 
     /// Loads an image and calls `completion` on the engine's callback queue
-    /// (``Courier/NetworkEngine/Configuration/callbackQueue``), closure style.
+    /// (`NetworkEngine/Configuration/callbackQueue`), closure style.
     /// - Returns: A handle to cancel the load (the completion then gets `.cancelled`).
     @discardableResult
     public func loadImage(

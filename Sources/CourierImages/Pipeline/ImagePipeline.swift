@@ -5,7 +5,7 @@ import NIOConcurrencyHelpers
 /// Fetches images through Courier's queue and HTTP cache, decodes and thumbnails them off the caller's
 /// thread, and keeps the results in a decoded-image memory cache (and, if asked, thumbnails on disk).
 ///
-/// Most apps use ``shared`` through ``Courier/NetworkEngine/image(url:thumbnail:priority:pipeline:)``:
+/// Most apps use ``shared`` through `NetworkEngine/image(url:thumbnail:priority:pipeline:)`:
 /// ```swift
 /// let avatar = try await engine.image(url: user.avatarURL, thumbnail: Thumbnail(maxPixelSize: 128))
 /// ```
@@ -54,7 +54,7 @@ public final class ImagePipeline: Sendable {
         }
     }
 
-    /// The pipeline ``Courier/NetworkEngine/image(url:thumbnail:priority:pipeline:)`` uses by default.
+    /// The pipeline `NetworkEngine/image(url:thumbnail:priority:pipeline:)` uses by default.
     public static let shared = ImagePipeline()
 
     /// The configuration it was created with.

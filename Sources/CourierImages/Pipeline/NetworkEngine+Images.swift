@@ -11,7 +11,7 @@ extension NetworkEngine {
     ///   - thumbnail: The size to scale down to, or `nil` for the full image.
     ///   - priority: The request's priority in the queue.
     ///   - pipeline: The pipeline whose caches and decoders to use; ``ImagePipeline/shared`` by default.
-    /// - Throws: ``Courier/NetworkError``: the request's errors, `.unsupportedImageFormat`, `.invalidImage`,
+    /// - Throws: `NetworkError`: the request's errors, `.unsupportedImageFormat`, `.invalidImage`,
     ///   `.imageTooLarge`, `.cancelled`.
     public func image(
         url: String, thumbnail: Thumbnail? = nil, priority: NetworkOperation.Priority = .normal, pipeline: ImagePipeline = .shared
