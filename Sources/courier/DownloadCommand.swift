@@ -39,12 +39,17 @@ struct DownloadCommand: AsyncParsableCommand {
         try await download()
     }
 
-    /// The destination: `-o`, else the URL's last path component (`index.html` for none).
+    /// The destination: `-o`, else a file of the current folder named after the URL's last path segment
+    /// (``OptionValue/downloadFileName(percentEncodedPath:)``; a segment that would name anything else,
+    /// `..%2F..%2Fx`, is a usage error and nothing is written).
     func destination() throws(CLIFailure) -> URL {
         if let output { return URL(fileURLWithPath: output) }
-        guard let parsed = URL(string: url) else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
-        let name = parsed.lastPathComponent.isEmpty || parsed.lastPathComponent == "/" ? "index.html" : parsed.lastPathComponent
-        return URL(fileURLWithPath: name)
+        guard let components = URLComponents(string: url) else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
+        do {
+            return URL(fileURLWithPath: try OptionValue.downloadFileName(percentEncodedPath: components.percentEncodedPath))
+        } catch {
+            throw CLIFailure.usage("\(error.description); give the file to write with -o")
+        }
     }
 
     nonisolated func download() async throws {

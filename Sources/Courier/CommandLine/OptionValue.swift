@@ -1,5 +1,8 @@
+import Foundation
+
 /// The values the `courier` command line takes, parsed and range-checked in one place: seconds, a
-/// bandwidth in bytes per second, a whole number in a range, a pixel box. Every command's options go
+/// bandwidth in bytes per second, a whole number in a range, a pixel box, the file name `download` takes
+/// from a URL. Every command's options go
 /// through these (`Sources/courier`), and so does the fuzz harness (`FuzzEntryPoints.Parser.optionValues`).
 ///
 /// Nothing here traps, whatever the text: a value that is not a plain decimal number, is negative, NaN,
@@ -94,6 +97,34 @@ package enum OptionValue {
             let height = try? integer(String(sides[1]), in: pixelSideRange)
         else { throw invalid }
         return PixelBox(width: width, height: height)
+    }
+
+    /// The longest file name ``downloadFileName(percentEncodedPath:)`` gives, in UTF-8 bytes: with the
+    /// longest name derived from it (`.<name>.courier-partial.json.tmp-` and 12 characters, 39 more) it
+    /// stays under the 255 bytes a file name may have.
+    package static let maximumFileNameLength = 200
+
+    /// The file `courier download URL` writes in the current folder when no `-o` is given: the last
+    /// segment of the URL's path as written (percent-encoded, so `%2F` is part of the name, never a
+    /// separator), then its percent escapes decoded (`my%20file.pdf` is `my file.pdf`); `index.html` for
+    /// an empty path or one ending with `/`.
+    /// - Parameter path: The URL's percent-encoded path (`URLComponents.percentEncodedPath`).
+    /// - Returns: A name that is one entry of the current folder: never empty, `.` or `..`, without `/`,
+    ///   NUL or another control character, at most ``maximumFileNameLength`` bytes.
+    /// - Throws: ``Invalid`` when the decoded name is not such a name (`..%2F..%2Fx` decodes to
+    ///   `../../x`), or its escapes are not UTF-8: nothing is written, the user gives `-o`.
+    package static func downloadFileName(percentEncodedPath path: String) throws(Invalid) -> String {
+        let segment = path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+        guard !segment.isEmpty else { return "index.html" }
+        guard let name = segment.removingPercentEncoding else {
+            throw Invalid("the URL's last path segment '\(segment)' has escapes that are not UTF-8")
+        }
+        let isUnsafe = name.isEmpty || name == "." || name == ".." || name.utf8.count > maximumFileNameLength
+            || name.unicodeScalars.contains { $0 == "/" || $0.value < 0x20 || $0.value == 0x7F }
+        guard !isUnsafe else {
+            throw Invalid("the URL's last path segment '\(segment)' does not name a file of the current folder")
+        }
+        return name
     }
 
     /// A plain decimal number, `12`, `0.5`, `.5`, `3.`: ASCII digits and at most one point, nothing else.

@@ -23,5 +23,10 @@ extension FuzzEntryPoints {
         if let box = try? OptionValue.pixelBox(text) {
             precondition(OptionValue.pixelSideRange.contains(box.width) && OptionValue.pixelSideRange.contains(box.height), "box out of range")
         }
+        if let name = try? OptionValue.downloadFileName(percentEncodedPath: text) {
+            precondition(!name.isEmpty && name != "." && name != "..", "a name that is no file")
+            precondition(!name.utf8.contains(UInt8(ascii: "/")) && !name.utf8.contains(0), "a name with a separator or NUL")
+            precondition(name.utf8.count <= OptionValue.maximumFileNameLength, "a name too long")
+        }
     }
 }

@@ -32,8 +32,8 @@ package enum FuzzEntryPoints {
         case digestChallenge = "digest-challenge"
         /// `Link` (RFC 8288).
         case link
-        /// The `courier` command line's option values (seconds, rates, counts, pixel boxes), one value per
-        /// input line: never out of their ranges.
+        /// The `courier` command line's option values (seconds, rates, counts, pixel boxes, the file name
+        /// `download` takes from a URL), one value per input line: never out of their ranges.
         case optionValues = "option-values"
     }
 
