@@ -147,9 +147,14 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
     /// The response body, when the server answered.
     public var body: Data? { response?.body }
 
+    /// `code: message (url)`, fit for a log line. In the URL, a password and the query items with one of
+    /// the default sensitive names (those ``NetworkEngine/Configuration/sensitiveParameterNames`` starts
+    /// with: `access_token`, `api_key`, `password`, ..., in any case) show `***`; ``url`` itself is
+    /// unchanged. (An error does not know its engine: names an app adds are masked in logs and
+    /// ``NetworkOperation/curlCommand``, not here.)
     public var description: String {
         var text = "\(code): \(message)"
-        if let url { text += " (\(url))" }
+        if let url { text += " (\(SensitiveParameters.masked(url: url)))" }
         return text
     }
 

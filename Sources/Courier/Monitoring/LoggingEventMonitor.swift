@@ -158,10 +158,7 @@ public struct LoggingEventMonitor: EventMonitor {
     /// A URL with its sensitive query items masked as in ``NetworkOperation/curlCommand``, and a password
     /// in its user info too.
     static func maskedURL(_ url: String, for operation: NetworkOperation) -> String {
-        let masked = SensitiveParameters.masked(url: url, names: operation.context.configuration.sensitiveParameterNames)
-        guard var components = URLComponents(string: masked), components.percentEncodedPassword != nil else { return masked }
-        components.percentEncodedPassword = "***"
-        return components.string ?? masked
+        SensitiveParameters.masked(url: url, names: operation.context.configuration.sensitiveParameterNames)
     }
 
     // MARK: Writing

@@ -69,10 +69,11 @@ extension NetworkOperation {
     /// A `curl` command that sends the same request, for logs and bug reports.
     ///
     /// The credential provider's fields are included (asked now), and every credential is masked:
-    /// `Authorization` and `Proxy-Authorization` keep only their scheme, `Cookie` only the cookie names,
-    /// the other ``NetworkEngine/Configuration/sensitiveHeaderNames`` and provider fields show `***`, and
-    /// so do the query items and form or JSON body fields named in
-    /// ``NetworkEngine/Configuration/sensitiveParameterNames`` (`password`, `api_key`, `token`, ...).
+    /// `Authorization` and `Proxy-Authorization` keep only their scheme, `Cookie` only the cookie names
+    /// (a nameless cookie shows only `***`), the other ``NetworkEngine/Configuration/sensitiveHeaderNames``
+    /// and provider fields show `***`, and so do the query items and form or JSON body fields named in
+    /// ``NetworkEngine/Configuration/sensitiveParameterNames`` (`password`, `api_key`, `token`, ...; in
+    /// any case: `Access_Token` too).
     public var curlCommand: String {
         var parts = ["curl"]
         if method == .head {
@@ -110,9 +111,14 @@ extension NetworkOperation {
             let scheme = value.split(separator: " ", maxSplits: 1).first.map(String.init)
             return value.contains(" ") ? "\(scheme ?? "") ***" : "***"
         case "cookie", "set-cookie":
-            return value.split(separator: ";").map { pair in
-                let name = pair.split(separator: "=", maxSplits: 1).first ?? ""
-                return "\(name.trimmingCharacters(in: .whitespaces))=***"
+            // Each `name=value` keeps its name only; a pair without `=` is a nameless cookie (or, after a
+            // Set-Cookie's first pair, a flag such as `Secure`): its text is the value, so none of it shows.
+            let isSetCookie = name.lowercased() == "set-cookie"
+            return value.split(separator: ";").enumerated().compactMap { index, pair in
+                let pair = pair.trimmingCharacters(in: .whitespaces)
+                if pair.isEmpty { return nil }
+                guard let equals = pair.firstIndex(of: "=") else { return isSetCookie && index > 0 ? pair : "***" }
+                return "\(pair[..<equals].trimmingCharacters(in: .whitespaces))=***"
             }.joined(separator: "; ")
         case let other where sensitive.contains(other):
             return "***"

@@ -32,7 +32,7 @@ struct RedirectStateMachine {
         guard let target = URL(string: location, relativeTo: from)?.absoluteURL,
             let scheme = target.scheme?.lowercased(), target.host?.isEmpty == false
         else {
-            return .fail(NetworkError(.invalidResponse, "the redirect location \"\(location)\" is not a valid URL", url: from.absoluteString))
+            return .fail(NetworkError(.invalidResponse, "the redirect location \"\(SensitiveParameters.masked(url: location))\" is not a valid URL", url: from.absoluteString))
         }
         guard scheme == "http" || scheme == "https" else {
             return .fail(NetworkError(.invalidURL, "a redirect to a \(scheme) URL cannot be followed", url: from.absoluteString))
@@ -46,7 +46,7 @@ struct RedirectStateMachine {
                 url: originalURL.absoluteString))
         }
         if from.scheme?.lowercased() == "https", scheme == "http", !current.redirects.allowsInsecureRedirects {
-            return .fail(NetworkError(.insecureRedirect, "refusing to follow a redirect from https to \(target.absoluteString)", url: from.absoluteString))
+            return .fail(NetworkError(.insecureRedirect, "refusing to follow a redirect from https to \(SensitiveParameters.masked(url: target.absoluteString))", url: from.absoluteString))
         }
         chain.append(RedirectHop(url: from, statusCode: status, location: target))
         var next = current
