@@ -20,9 +20,7 @@ final class ProgressBar: Sendable {
     }
 
     /// The partial file a resumable download keeps beside `file`.
-    static func partialURL(for file: URL) -> URL {
-        file.deletingLastPathComponent().appendingPathComponent(".\(file.lastPathComponent).courier-partial")
-    }
+    static func partialURL(for file: URL) -> URL { PartialFileNames.partialURL(for: file) }
 
     /// Takes a new progress value; draws at most 10 times a second on a terminal, every 2 s otherwise.
     func update(_ progress: TransferProgress) {

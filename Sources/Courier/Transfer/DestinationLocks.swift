@@ -22,8 +22,15 @@ final class DestinationLocks: Sendable {
 
     private let state = NIOLockedValueBox(State())
 
-    /// The key of a destination: its standardised path.
-    static func key(for destination: URL) -> String { destination.standardizedFileURL.path }
+    /// The key of a destination: the file it names, whatever the spelling: its folder resolved
+    /// (`realpath`: symbolic links, `..`, repeated separators) and its name (the file itself may not
+    /// exist yet). The standardised path when the folder cannot be resolved (it does not exist).
+    static func key(for destination: URL) -> String {
+        let url = destination.standardizedFileURL
+        guard let resolved = realpath(url.deletingLastPathComponent().path, nil) else { return url.path }
+        defer { free(resolved) }
+        return URL(fileURLWithPath: String(cString: resolved), isDirectory: true).appendingPathComponent(url.lastPathComponent).path
+    }
 
     /// Reserves `destinations` now (in this call, so the order of calls is the order of writers).
     func reserve(_ destinations: [URL]) -> DestinationLockStateMachine.Ticket {

@@ -4,14 +4,15 @@ import NIOFileSystem
 import NIOPosix
 
 /// Writes a download's body to its destinations. Each is written to a partial file in the
-/// destination's own folder (`.<name>.courier-partial`, so the final rename never crosses file
-/// systems) and renamed into place only when the body is complete and accepted: on failure or
-/// cancellation nothing half-written ever sits under the final name. All I/O runs on SwiftNIO's file
-/// system thread pool, never on the cooperative pool or the caller's thread.
+/// destination's own folder (``PartialFileNames``, so the final rename never crosses file systems) and
+/// renamed into place only when the body is complete and accepted: on failure or cancellation nothing
+/// half-written ever sits under the final name. The partial files are ``PartialFile``s: opened without
+/// following links, created owner-only, locked against other writers, synced before their rename. All
+/// I/O runs on SwiftNIO's blocking thread pool, never on the cooperative pool or the caller's thread.
 struct DownloadWriter: Sendable {
-    /// The final URLs, in order.
+    /// The final URLs, in order, each once (the same file named twice is written once).
     let destinations: [URL]
-    private let handles: [WriteFileHandle]
+    private let files: [PartialFile]
     /// Bytes in the partial files (the offset the next chunk is written at).
     private(set) var length: Int64
     /// Chunks gathered for one write: each write is a hop to the file system's threads, so small
@@ -21,39 +22,46 @@ struct DownloadWriter: Sendable {
     static let writeSize = 1 << 20
 
     /// The partial file beside `destination`.
-    static func partialURL(for destination: URL) -> URL {
-        destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).courier-partial")
+    static func partialURL(for destination: URL) -> URL { PartialFileNames.partialURL(for: destination) }
+
+    /// `destinations` without repeats: two URLs that name the same file (``DestinationLocks/key(for:)``)
+    /// are one destination.
+    static func distinct(_ destinations: [URL]) -> [URL] {
+        var seen: Set<String> = []
+        return destinations.filter { seen.insert(DestinationLocks.key(for: $0)).inserted }
     }
 
     /// Opens the partial files: empty ones, or (resuming) the first destination's existing partial
     /// file from `offset`, the others as copies of it.
+    /// - Throws: ``NetworkError/Code/fileUnavailable`` when a partial file cannot be opened, is not a
+    ///   regular file (a link, a FIFO, a device: left alone), or another download holds it.
     static func open(_ destinations: [URL], resumingAt offset: Int64 = 0) async throws(NetworkError) -> DownloadWriter {
-        var handles: [WriteFileHandle] = []
+        let unique = distinct(destinations)
+        let paths = unique.map { partialURL(for: $0).path }
+        let opened: Result<[PartialFile], PartialFile.Failure>
         do {
-            for (index, destination) in destinations.enumerated() {
-                let partial = FilePath(partialURL(for: destination).path)
-                if offset > 0, index > 0 {
-                    // A second destination starts from the first one's bytes on disk.
-                    _ = try? await FileSystem.shared.removeItem(at: partial, strategy: .platformDefault)
-                    try await FileSystem.shared.copyItem(at: FilePath(partialURL(for: destinations[0]).path), to: partial)
+            opened = try await NIOThreadPool.singleton.runIfActive { () -> Result<[PartialFile], PartialFile.Failure> in
+                var files: [PartialFile] = []
+                do throws(PartialFile.Failure) {
+                    for (index, path) in paths.enumerated() {
+                        let file = try PartialFile.open(at: path, keeping: index == 0 ? offset : 0)
+                        files.append(file)
+                        // A second destination starts from the first one's bytes on disk.
+                        if index > 0, offset > 0 { try file.copy(offset, from: files[0]) }
+                    }
+                    return .success(files)
+                } catch {
+                    for file in files { file.close() }
+                    return .failure(error)
                 }
-                // Not NIOFileSystem's default transactional creation: that file has no name until it is
-                // closed, so a killed process would leave nothing to resume from.
-                let options: OpenOptions.Write = offset > 0
-                    ? .modifyFile(createIfNecessary: false)
-                    : OpenOptions.Write(
-                        existingFile: .truncate,
-                        newFile: .init(permissions: [.ownerReadWrite, .groupRead, .otherRead], transactionalCreation: false))
-                let handle = try await FileSystem.shared.openFile(forWritingAt: partial, options: options)
-                handles.append(handle)
-                if offset > 0 { try await handle.resize(to: ByteCount.bytes(offset)) }
             }
         } catch {
-            let opened = handles
-            await uncancelled { for handle in opened { try? await handle.close(makeChangesVisible: true) } }
-            throw fileError(error, destination: destinations.first)
+            throw fileError(error, destination: unique.first)
         }
-        return DownloadWriter(destinations: destinations, handles: handles, length: offset)
+        switch opened {
+        case .success(let files): return DownloadWriter(destinations: unique, files: files, length: offset)
+        case .failure(let failure): throw failure.networkError(destination: unique.first)
+        }
     }
 
     /// Appends a chunk to every partial file (gathered into writes of ``writeSize``).
@@ -72,16 +80,19 @@ struct DownloadWriter: Sendable {
     }
 
     private mutating func writeNow(_ bytes: ByteBuffer) async throws(NetworkError) {
-        do {
-            for handle in handles { try await handle.write(contentsOf: bytes, toAbsoluteOffset: length) }
-        } catch {
-            throw Self.fileError(error, destination: destinations.first)
+        let (files, offset) = (self.files, length)
+        try await Self.run(destination: destinations.first) { () throws(PartialFile.Failure) in
+            let failure = bytes.withUnsafeReadableBytes { buffer -> PartialFile.Failure? in
+                do throws(PartialFile.Failure) { for file in files { try file.write(buffer, at: offset) } } catch { return error }
+                return nil
+            }
+            if let failure { throw failure }
         }
         length += Int64(bytes.readableBytes)
     }
 
-    /// Closes the partial files and renames each into place, replacing what was there; to the end,
-    /// even if the task is cancelled meanwhile (the body is complete).
+    /// Syncs the partial files and renames each into place, replacing what was there (keeping its
+    /// mode); to the end, even if the task is cancelled meanwhile (the body is complete).
     func finish() async throws(NetworkError) {
         let writer = self
         if let failure = await uncancelled({ await writer.finishNow() }) { throw failure }
@@ -100,19 +111,28 @@ struct DownloadWriter: Sendable {
             await abandon(keep: false)
             throw error
         }
+        let (files, pairs) = (self.files, zip(files, destinations.map(\.path)).map { ($0, $1) })
+        try await Self.run(destination: destinations.first) { () throws(PartialFile.Failure) in
+            // Closed (their locks released) only once renamed: nobody else opens a partial half-committed.
+            defer { for file in files { file.close() } }
+            for (file, destination) in pairs { try file.commit(to: destination) }
+        }
+    }
+
+    /// Runs blocking file work on NIO's thread pool; its failure as a typed error about `destination`.
+    private static func run(
+        destination: URL?, _ work: @escaping @Sendable () throws(PartialFile.Failure) -> Void
+    ) async throws(NetworkError) {
+        let failure: PartialFile.Failure?
         do {
-            // Every handle is closed even when one fails (a handle left open is a fatal error in NIOFileSystem).
-            let failure = await Self.closing(handles)
-            if let failure { throw failure }
-            let pairs = destinations.map { (Self.partialURL(for: $0).path, $0.path) }
-            try await NIOThreadPool.singleton.runIfActive {
-                for (from, to) in pairs where rename(from, to) != 0 {
-                    throw IOError(errnoCode: errno, reason: "rename")
-                }
+            failure = try await NIOThreadPool.singleton.runIfActive { () -> PartialFile.Failure? in
+                do throws(PartialFile.Failure) { try work() } catch { return error }
+                return nil
             }
         } catch {
-            throw Self.fileError(error, destination: destinations.first)
+            throw fileError(error, destination: destination)
         }
+        if let failure { throw failure.networkError(destination: destination) }
     }
 
     /// Copies a shared download's file to another operation's destinations, each through a temporary
@@ -127,14 +147,19 @@ struct DownloadWriter: Sendable {
         let failure = await uncancelled { () -> NetworkError? in
             var temporary: FilePath?
             do {
-                for destination in destinations where destination.standardizedFileURL != source.standardizedFileURL {
-                    let copy = FilePath(destination.deletingLastPathComponent()
-                        .appendingPathComponent(".\(destination.lastPathComponent).courier-copy-\(MultipartForm.randomBoundary().suffix(12))").path)
+                for destination in distinct(destinations) where DestinationLocks.key(for: destination) != DestinationLocks.key(for: source) {
+                    let copy = FilePath(PartialFileNames.copyURL(for: destination, random: MultipartForm.randomBoundary()).path)
                     temporary = copy
                     try await FileSystem.shared.copyItem(at: FilePath(source.path), to: copy)
                     let (from, to) = (copy.string, destination.path)
                     try await NIOThreadPool.singleton.runIfActive {
+                        // The replaced file's mode is kept, as for a download's own rename; synced first.
+                        var existing = stat()
+                        if lstat(to, &existing) == 0, (existing.st_mode & S_IFMT) == S_IFREG { _ = chmod(from, existing.st_mode & 0o7777) }
+                        let descriptor = Foundation.open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+                        if descriptor >= 0 { _ = fsync(descriptor); _ = Foundation.close(descriptor) }
                         if rename(from, to) != 0 { throw IOError(errnoCode: errno, reason: "rename") }
+                        PartialFile.syncFolder(of: to)
                     }
                     temporary = nil
                 }
@@ -162,22 +187,12 @@ struct DownloadWriter: Sendable {
             var writer = self
             try? await writer.flush()   // what arrived is what the record counts
         }
-        _ = await Self.closing(handles)
-        guard !keep else { return }
-        for destination in destinations {
-            _ = try? await FileSystem.shared.removeItem(at: FilePath(Self.partialURL(for: destination).path), strategy: .platformDefault)
-        }
-    }
-
-    /// Closes every handle, even when one fails, and returns the first failure; to the end even in a
-    /// cancelled task (``uncancelled(_:)``): a handle left open is a fatal error in NIOFileSystem.
-    private static func closing(_ handles: [WriteFileHandle]) async -> (any Error)? {
-        await uncancelled {
-            var failure: (any Error)?
-            for handle in handles {
-                do { try await handle.close(makeChangesVisible: true) } catch { failure = failure ?? error }
+        let (files, keep) = (self.files, keep)
+        _ = try? await NIOThreadPool.singleton.runIfActive {
+            for file in files {
+                if !keep { file.unlinkIfOwned() }
+                file.close()
             }
-            return failure
         }
     }
 

@@ -34,35 +34,46 @@ struct ResumeRecordStore: Sendable {
         self.destination = destination
     }
 
-    /// `.<name>.courier-partial` in the destination's folder: the bytes received so far.
-    var partialURL: URL {
-        destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).courier-partial")
-    }
+    /// `.<name>.courier-partial` in the destination's folder: the bytes received so far (``PartialFileNames``).
+    var partialURL: URL { PartialFileNames.partialURL(for: destination) }
 
-    /// `.<name>.courier-partial.json` in the destination's folder: the record.
-    var recordURL: URL {
-        destination.deletingLastPathComponent().appendingPathComponent(".\(destination.lastPathComponent).courier-partial.json")
+    /// `.<name>.courier-partial.json` in the destination's folder: the record (``PartialFileNames``).
+    var recordURL: URL { PartialFileNames.recordURL(for: destination) }
+
+    /// Refuses a partial file or record that is not a regular file of its own (a symbolic link, a hard
+    /// link, a FIFO, a device, a folder): the download does not touch it, and says so.
+    /// - Throws: ``NetworkError/Code/fileUnavailable``.
+    func checkSidecars() async throws(NetworkError) {
+        let paths = [partialURL.path, recordURL.path]
+        let failure = try? await NIOThreadPool.singleton.runIfActive { () -> PartialFile.Failure? in
+            do throws(PartialFile.Failure) {
+                for path in paths { _ = try PartialFile.length(at: path) }
+            } catch {
+                return error
+            }
+            return nil
+        }
+        if let failure = failure ?? nil { throw failure.networkError(destination: destination) }
     }
 
     /// Removes temporary records a killed process left half-written (`.<record name>.tmp-<random>`).
     /// Call it holding the destination (``DestinationLocks``): nobody else writes a record for it then.
     func removeStaleTemporaries() async {
         let folder = destination.deletingLastPathComponent().path
-        let prefix = ".\(recordURL.lastPathComponent).tmp-"
+        let prefix = PartialFileNames.recordTemporaryPrefix(for: destination)
         _ = try? await NIOThreadPool.singleton.runIfActive {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
             for name in names where name.hasPrefix(prefix) { _ = unlink(folder + "/" + name) }
         }
     }
 
-    /// The record, or `nil` when there is none or it cannot be read as one.
+    /// The record, or `nil` when there is none or it cannot be read as one (it is not a regular file,
+    /// or larger than ``maximumRecordSize``). Links are not followed, a FIFO is not waited on, and at most
+    /// ``maximumRecordSize`` bytes are read.
     func read() async -> ResumeRecord? {
         let path = recordURL.path
         let data = try? await NIOThreadPool.singleton.runIfActive { () -> Data? in
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                let size = attributes[.size] as? NSNumber, size.intValue <= Self.maximumRecordSize
-            else { return nil }
-            return FileManager.default.contents(atPath: path)
+            try? PartialFile.read(at: path, limit: Self.maximumRecordSize)
         }
         guard let data = data ?? nil, let record = try? JSONDecoder().decode(ResumeRecord.self, from: data),
             record.version == ResumeRecord.currentVersion, record.bytesOnDisk >= 0
@@ -79,8 +90,7 @@ struct ResumeRecordStore: Sendable {
         let data: Data
         do { data = try encoder.encode(record) } catch { throw NetworkError(.encodingFailed, "the resume record could not be encoded", underlying: error) }
         let target = recordURL.path
-        let temporary = recordURL.deletingLastPathComponent()
-            .appendingPathComponent(".\(recordURL.lastPathComponent).tmp-\(MultipartForm.randomBoundary().suffix(12))").path
+        let temporary = PartialFileNames.recordTemporaryURL(for: destination, random: MultipartForm.randomBoundary()).path
         let failure: String?
         do {
             failure = try await NIOThreadPool.singleton.runIfActive { Self.writeAtomically(data, to: target, temporary: temporary) }
@@ -96,10 +106,11 @@ struct ResumeRecordStore: Sendable {
         _ = try? await NIOThreadPool.singleton.runIfActive { _ = unlink(path) }
     }
 
-    /// Removes the partial file and its record.
+    /// Removes the partial file and its record, unless another download (of this process or another)
+    /// holds the partial file: then both stay (``PartialFile/remove(at:)``).
     func removePartial() async {
-        let paths = [partialURL.path, recordURL.path]
-        _ = try? await NIOThreadPool.singleton.runIfActive { for path in paths { _ = unlink(path) } }
+        let (partial, record) = (partialURL.path, recordURL.path)
+        _ = try? await NIOThreadPool.singleton.runIfActive { if PartialFile.remove(at: partial) { _ = unlink(record) } }
     }
 
     /// Removes what a download to `destinations` keeps to resume: every destination's partial file and
@@ -109,17 +120,13 @@ struct ResumeRecordStore: Sendable {
         await ResumeRecordStore(destination: first).removePartial()
         let others = destinations.dropFirst().map { DownloadWriter.partialURL(for: $0).path }
         guard !others.isEmpty else { return }
-        _ = try? await NIOThreadPool.singleton.runIfActive { for path in others { _ = unlink(path) } }
+        _ = try? await NIOThreadPool.singleton.runIfActive { for path in others { PartialFile.remove(at: path) } }
     }
 
-    /// The size of the partial file, 0 when there is none.
+    /// The size of the partial file, 0 when there is none or it is not a regular file of its own.
     func partialLength() async -> Int64 {
         let path = partialURL.path
-        let size = try? await NIOThreadPool.singleton.runIfActive { () -> Int64 in
-            var info = stat()
-            guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return 0 }
-            return Int64(info.st_size)
-        }
+        let size = try? await NIOThreadPool.singleton.runIfActive { () -> Int64 in (try? PartialFile.length(at: path)) ?? 0 }
         return size ?? 0
     }
 

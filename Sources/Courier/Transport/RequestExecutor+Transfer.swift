@@ -15,9 +15,12 @@ extension RequestExecutor {
         var offset: Int64 = 0
 
         /// Reads what is on disk (off the caller's thread) and decides the first request's extra fields.
-        static func begin(for request: PreparedRequest) async -> (driver: ResumeDriver, extraHeaders: HTTPFields)? {
+        /// - Throws: ``NetworkError/Code/fileUnavailable`` when the partial file or its record is not a
+        ///   regular file (a link, a FIFO, a device): it is left alone.
+        static func begin(for request: PreparedRequest) async throws(NetworkError) -> (driver: ResumeDriver, extraHeaders: HTTPFields)? {
             guard request.destination.isResumable, let destination = request.destination.files.first else { return nil }
             let store = ResumeRecordStore(destination: destination)
+            try await store.checkSidecars()
             await store.removeStaleTemporaries()
             var driver = ResumeDriver(machine: DownloadResumeStateMachine(url: request.url.absoluteString), store: store)
             let action = driver.machine.start(partialLength: await store.partialLength(), record: await store.read())
@@ -94,10 +97,11 @@ extension RequestExecutor {
         }
         let isEncoded = response.headers[.contentEncoding].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
         let declared = (isEncoded || request.method == .head) ? nil : response.headers[.contentLength].flatMap { Int64($0) }
-        // A 206 names the whole representation's length (which a short 206 does not reach).
-        let whole = response.status.code == 206
-            ? response.headers[.contentRange].flatMap(CachePartialContent.span(contentRange:)).map { Int64($0.completeLength) } : nil
-        let total = whole ?? declared.map { $0 + offset }
+        // A 206 to a resumption Courier started names the whole file's length (which a short 206 does not
+        // reach); a 206 to a caller's own `Range` is the file, its length is the range's.
+        let span = response.status.code == 206 ? response.headers[.contentRange].flatMap(CachePartialContent.span(contentRange:)) : nil
+        let whole = resume != nil ? span.map { Int64($0.completeLength) } : span.map { Int64($0.last - $0.first + 1) }
+        let total = resume != nil ? (whole ?? declared.map { $0 + offset }) : (declared ?? whole)
         let limit = destination.files.isEmpty ? nil : destination.maximumFileSize
         if let limit, let total, total > limit {
             try await discardBody(of: response)
@@ -145,9 +149,11 @@ extension RequestExecutor {
                     for field in fields { next[field.name] = field.value }
                     return .continueWith(next)
                 default:
+                    // A length the bytes cannot be continued to (`Failure.lengthMismatch`): the machine is
+                    // done, so the cleanup below removes the partial file and its record.
                     resume = driver
-                    throw NetworkError(.connectionLost, "the body ended after \(received) bytes, before the whole file; the next download resumes from there",
-                                       url: request.url.absoluteString)
+                    throw NetworkError(.connectionLost, "the body ended after \(received) bytes, not the length announced, and cannot be continued; "
+                                       + "the partial file was removed and the next download starts over", url: request.url.absoluteString)
                 }
                 resume = driver
             }

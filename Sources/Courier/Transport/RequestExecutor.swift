@@ -92,7 +92,7 @@ struct RequestExecutor: Sendable {
         var redirects = RedirectStateMachine(request: request)
         do {
             var resume: ResumeDriver?
-            if let (driver, extra) = await ResumeDriver.begin(for: request) {
+            if let (driver, extra) = try await ResumeDriver.begin(for: request) {
                 resume = driver
                 redirects.setHeaders(extra)
             }
