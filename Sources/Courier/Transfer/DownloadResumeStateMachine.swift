@@ -10,7 +10,9 @@ import HTTPTypes
 /// - **200**: write from the start (truncate the partial). When a range was asked, the server either
 ///   ignored `Range` or the validator changed (§13.1.5); which one is reported.
 /// - **206** (§15.3.7): append, when `Content-Range` starts at N and names the recorded complete
-///   length, and no content coding intervenes; otherwise start over.
+///   length, no content coding intervenes, and the 206's validators are the recorded ones
+///   (``ResumeValidators/partialMatches(_:_:)``: a server that ignores `If-Range` may send a range of a
+///   changed representation); otherwise start over, never splicing two representations.
 /// - **416** (§15.5.17): the partial is already complete when `Content-Range: bytes */L` has L = N (or,
 ///   without it, when the recorded complete length is N); otherwise start over.
 /// - any other status: fail, keeping the partial for a later attempt.
@@ -170,9 +172,7 @@ struct DownloadResumeStateMachine: Sendable {
             guard ranges.count == 1, let span = CachePartialContent.span(contentRange: ranges[0]), Int64(span.first) == offset,
                 record.completeLength.map({ $0 == Int64(span.completeLength) }) ?? true
             else { return startOver(.contentRangeMismatch) }
-            if let tag = headers[.eTag], let recorded = record.entityTag, !ResumeValidators.strongMatch(tag, recorded) {
-                return startOver(.validatorChanged)
-            }
+            guard ResumeValidators.partialMatches(record, headers) else { return startOver(.validatorChanged) }
             record.completeLength = Int64(span.completeLength)
             record.bytesOnDisk = offset
             state = .writing(record: record, bytesOnDisk: offset, written: 0, expectedLength: Int64(span.last) + 1)

@@ -24,7 +24,8 @@ struct ResumeRecord: Codable, Sendable, Hashable {
     /// The bytes of the representation on disk when the record was written.
     var bytesOnDisk: Int64
 
-    /// The value for `If-Range`: the entity tag, else the date (§13.1.5 prefers the entity tag).
+    /// The value for `If-Range`: the strong entity tag, else the date (§13.1.5 prefers the entity tag;
+    /// ``ResumeValidators/record(url:headers:)`` keeps no record for a response with a weak one).
     var ifRangeValue: String? {
         if let entityTag, ResumeValidators.isStrong(entityTag) { return entityTag }
         return lastModified
@@ -50,14 +51,29 @@ enum ResumeValidators {
         return sent.timeIntervalSince(modified) >= 1
     }
 
-    /// The record to keep for a full response (200) of `url`, or `nil` when it cannot be resumed.
+    /// The record to keep for a full response (200) of `url`, or `nil` when it cannot be resumed: a
+    /// content coding, no validator, or an entity tag that is weak (or malformed). With an entity tag
+    /// the client may not fall back on the date (§13.1.5: a date only when it has no entity tag), and a
+    /// weak tag may not go in `If-Range`: such a response is downloaded again from the start.
     static func record(url: String, headers: HTTPFields) -> ResumeRecord? {
         guard isIdentityEncoded(headers) else { return nil }
-        let entityTag = headers[.eTag].flatMap { isStrong($0) ? $0 : nil }
+        if let tag = headers[.eTag], !isStrong(tag) { return nil }
+        let entityTag = headers[.eTag]
         let lastModified = headers[.lastModified].flatMap { isStrong(lastModified: $0, date: headers[.date]) ? $0 : nil }
         guard entityTag != nil || lastModified != nil else { return nil }
         let length = headers[.contentLength].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
         return ResumeRecord(url: url, entityTag: entityTag, lastModified: lastModified, completeLength: length, bytesOnDisk: 0)
+    }
+
+    /// Whether a 206 may be a range of the recorded representation: every validator the record holds
+    /// that the 206 carries too is the same (the entity tag compared strongly, `Last-Modified`
+    /// verbatim). A server that ignores `If-Range` answers a changed representation with 206 too; its
+    /// validators are then what tells the two apart. A 206 that carries none of them is taken as the
+    /// answer to `If-Range` (nothing contradicts it).
+    static func partialMatches(_ record: ResumeRecord, _ headers: HTTPFields) -> Bool {
+        if let recorded = record.entityTag, let tag = headers[.eTag], !strongMatch(tag, recorded) { return false }
+        if let recorded = record.lastModified, let modified = headers[.lastModified], modified != recorded { return false }
+        return true
     }
 
     /// Whether the response's bytes are the representation's own: no content coding, or `identity`.
