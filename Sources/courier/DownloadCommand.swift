@@ -13,7 +13,10 @@ struct DownloadCommand: AsyncParsableCommand {
     @Argument(help: "The absolute http(s) URL.")
     var url: String
 
-    @Option(name: [.customShort("o"), .long], help: ArgumentHelp("The file to write (default: the URL's last path component, in the current folder).", valueName: "file"))
+    @Option(name: [.customShort("o"), .long], help: ArgumentHelp(
+        "The file to write (default: the last segment of the URL's path, in the current folder). A file is replaced only "
+            + "once the whole body is there; /dev/null, a named pipe and the like are written as the body arrives.",
+        valueName: "file"))
     var output: String?
 
     @Flag(name: [.customShort("C"), .customLong("continue")], help: "Resume from the bytes an interrupted download left (Ctrl-C keeps them).")
@@ -39,14 +42,15 @@ struct DownloadCommand: AsyncParsableCommand {
         try await download()
     }
 
-    /// The destination: `-o`, else a file of the current folder named after the URL's last path segment
-    /// (``OptionValue/downloadFileName(percentEncodedPath:)``; a segment that would name anything else,
-    /// `..%2F..%2Fx`, is a usage error and nothing is written).
-    func destination() throws(CLIFailure) -> URL {
-        if let output { return URL(fileURLWithPath: output) }
+    /// Where the body goes: `-o` (a regular file replaced once complete; a named pipe, a device and the
+    /// like written in place, as `get -o` does), else a file of the current folder named after the URL's
+    /// last path segment (``OptionValue/downloadFileName(percentEncodedPath:)``; a segment that would name
+    /// anything else, `..%2F..%2Fx`, is a usage error and nothing is written).
+    func destination() throws(CLIFailure) -> OutputFile {
+        if let output { return OutputFile.at(output) }
         guard let components = URLComponents(string: url) else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
         do {
-            return URL(fileURLWithPath: try OptionValue.downloadFileName(percentEncodedPath: components.percentEncodedPath))
+            return OutputFile.at(try OptionValue.downloadFileName(percentEncodedPath: components.percentEncodedPath))
         } catch {
             throw CLIFailure.usage("\(error.description); give the file to write with -o")
         }
@@ -55,7 +59,8 @@ struct DownloadCommand: AsyncParsableCommand {
     nonisolated func download() async throws {
         try RequestOptions.checkURL(url)
         let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
-        let file = try destination()
+        let target = try destination()
+        if resume, case .inPlace(let path) = target { throw CLIFailure.usage("--continue needs a regular file to resume, not \(path)") }
         let verboseOutput = verbose ? VerboseOutput() : nil
         let (interceptors, jar) = try pipeline.interceptors(for: url)
         let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
@@ -65,10 +70,19 @@ struct DownloadCommand: AsyncParsableCommand {
             if let timeout { $0.timeouts.read = timeout }
             if let verboseOutput { $0.eventMonitors = verboseOutput.monitors() }
         }, queue: NetworkQueue())
-        let operation = engine.operation(url: PipelineOptions.withoutUserInfo(url)).download(to: file, resumable: true)
+        let operation = engine.operation(url: PipelineOptions.withoutUserInfo(url))
         for field in fields { operation.appendHeader(field.value, forName: field.name.rawName) }
         operation.maximumBytesPerSecond = limitRate
-        if !resume { try? FileManager.default.removeItem(at: ProgressBar.partialURL(for: file)) }
+        // The same targets as `get -o`: a regular file through the resumable download machinery, anything
+        // else (a named pipe, /dev/null) written in place, never replaced.
+        var writer: InPlaceWriter?
+        switch target {
+        case .replaced(let file):
+            operation.download(to: file, resumable: true)
+            if !resume { try? FileManager.default.removeItem(at: ProgressBar.partialURL(for: file)) }
+        case .inPlace(let path):
+            writer = InPlaceWriter(operation, to: path)
+        }
         let bar = ProgressBar(toTerminal: StandardStream.standardError.isTerminal)
         operation.onDownloadProgress { bar.update($0) }
         // Ctrl-C stops the transfer and keeps what arrived, for --continue.
@@ -86,6 +100,8 @@ struct DownloadCommand: AsyncParsableCommand {
             await verboseOutput?.waitUntilWritten(operation)
             bar.finish()
             await jar?.waitUntilPersisted()
+            // A body that could not be written cancelled the operation: that is what went wrong.
+            if let failure = writer?.failure { throw failure }
             if error.code == .cancelled {
                 await operation.waitForFiles()   // the bytes gathered so far, and the record that counts them
                 throw CLIFailure(exitCode: 130, message: "interrupted; run again with --continue to resume")
@@ -95,7 +111,9 @@ struct DownloadCommand: AsyncParsableCommand {
             }
             throw CLIFailure(exitCode: 1, message: error.description)
         }
+        await writer?.finish()
         bar.finish()
-        StandardStream.standardError.line("courier: saved \(response.fileURLs.first?.path ?? file.path)")
+        if let failure = writer?.failure { throw failure }
+        StandardStream.standardError.line("courier: saved \(response.fileURLs.first?.path ?? target.path)")
     }
 }

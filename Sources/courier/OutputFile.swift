@@ -23,6 +23,14 @@ enum OutputFile: Equatable {
     /// socket, a symbolic link to one of them or to nothing yet.
     case inPlace(String)
 
+    /// The path written to.
+    var path: String {
+        switch self {
+        case .replaced(let file): file.path
+        case .inPlace(let path): path
+        }
+    }
+
     /// How `-o path` is written, from what is at `path` now.
     /// - Parameter path: The path given to `-o`.
     /// - Returns: ``replaced(_:)`` for a regular file or nothing (a folder that does not exist is

@@ -7,8 +7,9 @@ import Glibc
 import Darwin
 #endif
 
-/// Issue 23 item 3: where `courier download` writes without `-o`: one entry of the current folder named
-/// after the URL's last path segment, never a path the URL spells with escaped separators.
+/// Issue 23 items 3 and 4: where `courier download` writes. Without `-o`, one entry of the current folder
+/// named after the URL's last path segment, never a path the server's URL spells with escaped separators;
+/// with `-o`, the targets of `get -o` (a named pipe or `/dev/null` written in place, never replaced).
 extension CLITests {
     /// Runs `courier` in `folder` (its current directory).
     func courier(in folder: URL, _ arguments: String...) async throws -> Run {
@@ -65,5 +66,56 @@ extension CLITests {
         #expect(index.status == 0, "\(index.stderr)")
         #expect(Self.tree(root) == ["a", "a/b", "a/b/300", "a/b/index.html", "a/b/my file.json"])
         #expect(try Data(contentsOf: folder.appendingPathComponent("300")) == Self.served(300))
+    }
+
+    // MARK: Item 4 (B6): `download -o` to what is not a regular file
+
+    @Test(.timeLimit(.minutes(1))) func downloadToANamedPipeOrDevNullWritesInPlace() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-dl-special-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+
+        // A link to /dev/null first, in a folder of our own: a build that renamed over it would replace the
+        // link, not /dev/null itself (this test may run as root).
+        let link = folder.appendingPathComponent("null-link")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: "/dev/null")
+        let throughLink = try await courier("download", "\(server.baseURL)/bytes/200000", "-o", link.path)
+        #expect(throughLink.status == 0, "\(throughLink.stderr)")
+        try #require(Self.fileType(link.path) == S_IFLNK, "the link is still a link, so /dev/null is safe to try")
+        #expect(Self.tree(folder) == ["null-link"], "no partial file beside it")
+
+        let null = try await courier("download", "\(server.baseURL)/bytes/300000", "-o", "/dev/null")
+        #expect(null.status == 0, "\(null.stderr)")
+        #expect(Self.fileType("/dev/null") == S_IFCHR, "/dev/null is still a character device")
+        #expect(!FileManager.default.fileExists(atPath: "/dev/.null.courier-partial"))
+
+        // A named pipe read by another process: the whole body reaches it, and it stays a pipe.
+        let fifo = folder.appendingPathComponent("pipe")
+        try #require(mkfifo(fifo.path, 0o600) == 0)
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/bin/cat")
+        reader.arguments = [fifo.path]
+        let out = Pipe()
+        reader.standardOutput = out
+        try reader.run()
+        let received = Task { try await out.fileHandleForReading.readAll() }
+        let size = 3_000_000
+        let piped = try await courier("download", "\(server.baseURL)/bytes/\(size)", "-o", fifo.path)
+        let stillAPipe = Self.fileType(fifo.path) == S_IFIFO
+        Self.release(reader, of: fifo.path)
+        let bytes = try await received.value
+        await reader.exited()
+        #expect(piped.status == 0, "\(piped.stderr)")
+        #expect(piped.stderr.contains("saved \(fifo.path)"), "\(piped.stderr)")
+        #expect(stillAPipe, "the named pipe is still a named pipe")
+        #expect(bytes.count == size && bytes == Self.served(size), "the reader got the whole body, in order")
+        #expect(Self.tree(folder) == ["null-link", "pipe"], "no partial file, no record")
+
+        // Nothing to resume in a pipe: --continue is refused before anything is sent.
+        let resumed = try await courier("download", "\(server.baseURL)/bytes/10", "-o", fifo.path, "--continue")
+        #expect(resumed.status == 2 && resumed.stderr.contains("--continue"), "\(resumed.stderr)")
+        #expect(Self.fileType(fifo.path) == S_IFIFO)
     }
 }
