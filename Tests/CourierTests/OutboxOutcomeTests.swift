@@ -99,3 +99,39 @@ extension FreezingTests {
         #expect(origin.transport.requestCount == 4, "the policy still retries what cannot freeze (three attempts)")
     }
 }
+
+extension FreezingTests {
+    /// Issue 23 B13: a damaged row whose body offset plus length overflows is set aside like any other
+    /// damage (it trapped in `FrozenBody(text:bytes:)` before).
+    @Test func aRowWhoseBodyRangeOverflowsIsSetAsideNotATrap() async throws {
+        let overflowing = FrozenBody(kind: .multipart, boundary: "b", parts: [FrozenBody.Part(name: "a", offset: Int.max, length: 1)])
+        #expect(FrozenBody(text: overflowing.text, bytes: Data("abc".utf8)) == nil)
+        let negative = FrozenBody(kind: .multipart, boundary: "b", parts: [FrozenBody.Part(name: "a", offset: 1, length: Int.max)])
+        #expect(FrozenBody(text: negative.text, bytes: Data("abc".utf8)) == nil)
+
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let reachability = ManualReachability(.unreachable)
+        let origin = Origin()
+        let engine = engine(origin, directory, reachability: reachability)
+        let file = directory.appendingPathComponent("photo.jpg")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data("jpeg bytes".utf8).write(to: file)
+        var form = MultipartForm()
+        form.addField("Ada", name: "name")
+        form.addFile(file, name: "photo")
+        let op = engine.operation(path: "profile", method: .post, body: .multipart(form))
+        op.isFreezable = true
+        engine.enqueue(op)
+        #expect(await eventually { op.state == .frozen })
+        let database = directory.appendingPathComponent("outbox.sqlite").path
+        let layout = try sqlite(database, "SELECT bodyLayout FROM outbox")
+        #expect(layout.contains("\"offset\":0"), "\(layout)")
+        try sqlite(database, "UPDATE outbox SET bodyLayout = replace(bodyLayout, '\"offset\":0', '\"offset\":\(Int.max)')")
+        origin.isUp.withLockedValue { $0 = true }
+        reachability.setStatus(.reachable(via: .wifi))
+        await #expect { try await op.response() } throws: { ($0 as? NetworkError)?.code == .outboxUnavailable }
+        #expect(origin.received.all.isEmpty, "never sent with a body other than the one frozen")
+        #expect(try sqlite(database, "SELECT deadReason FROM outbox") == "damaged", "set aside, kept")
+    }
+}

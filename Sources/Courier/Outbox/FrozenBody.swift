@@ -73,7 +73,10 @@ struct FrozenBody: Codable, Sendable, Equatable {
                 // A copy's name is a plain name inside the row's folder, never a path out of it.
                 guard !copy.isEmpty, !copy.contains("/"), !copy.hasPrefix("."), let size = part.size, size >= 0 else { return nil }
             } else {
-                guard let offset = part.offset, let length = part.length, offset >= 0, length >= 0, offset + length <= available else { return nil }
+                // Never `offset + length`: a damaged row's numbers may overflow (a trap); damage is set aside.
+                guard let offset = part.offset, let length = part.length, offset >= 0, length >= 0, offset <= available,
+                    length <= available - offset
+                else { return nil }
             }
         }
         switch layout.kind {
