@@ -88,6 +88,17 @@ struct MaskingTests {
         }
     }
 
+    /// Descriptions apps log: an operation's (with its engine's names) and an outbox entry's.
+    @Test func operationAndOutboxEntryDescriptionsMaskTheQuery() {
+        let engine = NetworkEngine.fake(FakeTransport()) { $0.sensitiveParameterNames.insert("Own_Secret") }
+        let op = engine.operation(path: "me", params: ["access_token": "DESC-SECRET-14", "own_secret": "DESC-SECRET-15", "page": "2"])
+        #expect(!op.description.contains("SECRET") && op.description.contains("page=2"), "\(op.description)")
+        let entry = OutboxEntry(
+            id: "0123456789", method: .post, url: URL(string: "https://api.example.com/v1/x?token=DESC-SECRET-16")!, idempotencyKey: "k",
+            createdAt: Date(), attempts: 0, nextAttemptAt: Date(), state: .pending, lastStatus: nil, lastError: nil)
+        #expect(!entry.description.contains("SECRET") && entry.description.contains("token=***"), "\(entry.description)")
+    }
+
     // MARK: Case
 
     @Test func sensitiveParameterNamesMatchInAnyCase() {

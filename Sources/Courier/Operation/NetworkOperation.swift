@@ -290,7 +290,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
 
     public var description: String {
         let (state, outcome) = storage.withLockedValue { ($0.machine.state, $0.machine.outcome) }
-        var text = "<NetworkOperation \(id) \(method) \(urlString) \(state)"
+        let url = SensitiveParameters.masked(url: urlString, names: context.configuration.sensitiveParameterNames)
+        var text = "<NetworkOperation \(id) \(method) \(url) \(state)"
         switch outcome {
         case .success(let response)?: text += " \(response.statusCode)"
         case .failure(let error)?: text += " \(error.code)"

@@ -78,7 +78,8 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
         self.finishedAt = finishedAt
     }
 
-    /// One short line: id prefix, request, state, attempts, last status.
+    /// One short line: id prefix, request (sensitive query items masked, as in
+    /// ``NetworkError/description``), state, attempts, last status.
     public var description: String {
         let stateText: String = switch state {
         case .pending: "pending"
@@ -86,7 +87,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
         case .delivered: "delivered"
         case .failedPermanently: "failed permanently"
         }
-        var text = "\(id.prefix(8)) \(method) \(url.absoluteString.prefix(80)) \(stateText), \(attempts) attempt\(attempts == 1 ? "" : "s")"
+        var text = "\(id.prefix(8)) \(method) \(SensitiveParameters.masked(url: url.absoluteString).prefix(80)) \(stateText), \(attempts) attempt\(attempts == 1 ? "" : "s")"
         if let lastStatus { text += ", last \(lastStatus)" }
         return text
     }
