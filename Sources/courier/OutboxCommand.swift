@@ -109,13 +109,20 @@ struct OutboxCommand: AsyncParsableCommand {
     }
 
     static func age(since date: Date) -> String {
-        let seconds = max(0, Int(Date().timeIntervalSince(date)))
+        let seconds = wholeSeconds(Date().timeIntervalSince(date))
         switch seconds {
         case ..<60: return "\(seconds)s"
         case ..<3600: return "\(seconds / 60)m"
         case ..<86400: return "\(seconds / 3600)h"
         default: return "\(seconds / 86400)d"
         }
+    }
+
+    /// An interval in whole seconds, at least 0: a date read from a damaged outbox may be NaN or centuries
+    /// away, and `Int(x)` traps on such a `Double` (`Int(exactly:)` does not).
+    static func wholeSeconds(_ interval: TimeInterval) -> Int {
+        guard interval > 0 else { return 0 }
+        return Int(exactly: interval.rounded(.down)) ?? .max
     }
 
     static func describe(_ entry: OutboxEntry) -> String {
@@ -133,7 +140,7 @@ struct OutboxCommand: AsyncParsableCommand {
         case .delivered(let entry, let response): "delivered \(entry.id) \(response.statusCode) \(entry.method) \(entry.url)"
         case .failedPermanently(let entry, let response): "failed \(entry.id) \(response.statusCode) \(entry.method) \(entry.url)"
         case .retryScheduled(let entry):
-            "retry \(entry.id) \(entry.lastStatus.map(String.init) ?? "no answer") (next attempt in \(max(0, Int(entry.nextAttemptAt.timeIntervalSinceNow.rounded())))s)"
+            "retry \(entry.id) \(entry.lastStatus.map(String.init) ?? "no answer") (next attempt in \(wholeSeconds(entry.nextAttemptAt.timeIntervalSinceNow.rounded()))s)"
         case .deadLettered(let entry): "dead \(entry.id) \(describe(entry))"
         }
     }

@@ -50,12 +50,20 @@ final class ProgressBar: Sendable {
         var parts: [String] = []
         if let fraction = progress.fractionCompleted { parts.append(String(format: "%3.0f%%", fraction * 100)) }
         parts.append(progress.totalBytes.map { "\(size(progress.completedBytes)) / \(size($0))" } ?? size(progress.completedBytes))
-        parts.append("\(size(Int64(rate)))/s")
+        // `Int64(x)` traps on a NaN, infinite or huge `Double` (a server declaring an exabyte and sending a byte
+        // a minute): `Int64(exactly:)` does not.
+        parts.append("\(size(Int64(exactly: rate.rounded(.down)) ?? .max))/s")
         if let total = progress.totalBytes, rate > 0, total > progress.completedBytes {
             let left = progress.estimatedTimeRemaining.map { Double($0.components.seconds) } ?? Double(total - progress.completedBytes) / rate
-            parts.append(String(format: "%d:%02d left", Int(left) / 60, Int(left) % 60))
+            parts.append(timeLeft(left))
         }
         return parts.joined(separator: "  ")
+    }
+
+    /// `4:07 left`; `--:-- left` for an estimate that is not a number or over 99,999 minutes.
+    static func timeLeft(_ seconds: Double) -> String {
+        guard seconds >= 0, seconds < 6_000_000, let whole = Int(exactly: seconds.rounded(.down)) else { return "--:-- left" }
+        return String(format: "%d:%02d left", whole / 60, whole % 60)
     }
 
     /// Bytes as B, KiB, MiB or GiB with one decimal.
