@@ -33,7 +33,7 @@ struct ImageCommand: AsyncParsableCommand {
     @Option(name: [.customShort("o"), .long], help: ArgumentHelp("Write the (scaled) image to this file: PNG for .png, JPEG otherwise.", valueName: "file"))
     var output: String?
 
-    @Option(help: ArgumentHelp("JPEG quality for -o, 1-100.", valueName: "q"), transform: { try OptionValue.integer($0, in: 1...100) })
+    @Option(help: ArgumentHelp("JPEG quality for -o, 1-100 (default 85).", valueName: "q"), transform: { try OptionValue.integer($0, in: 1...100) })
     var quality = 85
 
     @Option(help: ArgumentHelp("Refuse images declaring more pixels than this (default 64 Mi, at most 1 Gi: 1073741824).", valueName: "n"),
