@@ -63,8 +63,10 @@ public struct RequestBody: Sendable {
     }
 
     /// A file's contents, read in chunks as they are sent (constant memory whatever its size), with a
-    /// `Content-Length` from the file's size when it is sent. A file that is missing, or that changes size
-    /// while it is sent, fails the operation with ``NetworkError/Code/fileUnavailable``. Re-sent on a 307
+    /// `Content-Length` from the file's size when it is sent. The declared length is what is sent: a file
+    /// that grows while it is sent is uploaded as it was when measured (its first `Content-Length` bytes;
+    /// not an error, the request is delivered whole), while a file that is missing, or that shrinks before
+    /// all its declared bytes went, fails the operation with ``NetworkError/Code/fileUnavailable``. Re-sent on a 307
     /// or 308 redirect. A freezable operation with a file body can be frozen: the file is copied into the
     /// outbox then (see ``NetworkEngine/Configuration/maximumFrozenBodySize``), so the replay sends the
     /// bytes as they were, whatever happens to the file meanwhile.

@@ -10,12 +10,14 @@ import NIOFileSystem
 /// NIOFileSystem's thread pool, one chunk per `next()`, never whole, and never on the cooperative pool
 /// or the caller's thread; the chunk is the buffer NIOFileSystem read into, not a copy.
 ///
-/// A file must yield exactly its expected size (measured when the body's length was computed, or when
-/// the file is opened if it was not): a file that ends early (it shrank, or was truncated while being
-/// sent) or that has bytes past that size (it grew) fails the stream with
-/// ``NetworkError/Code/fileUnavailable`` naming the file, since the `Content-Length` already promised
-/// to the server would otherwise be wrong. A file that cannot be opened (it disappeared, or may not be
-/// read) fails the same way.
+/// A file yields exactly its expected size (measured when the body's length was computed, or when the
+/// file is opened if it was not): that length is what the request declared, so it is what is sent. A
+/// file that ends early (it shrank, or was truncated while being sent) fails the stream with
+/// ``NetworkError/Code/fileUnavailable`` naming the file, before the request is complete, since the
+/// `Content-Length` promised to the server cannot be kept. A file that grew after it was measured is
+/// not an error: its first `expectedSize` bytes are sent, whole, and the request succeeds or fails on
+/// its own (a log file being appended to is uploaded as it was when measured). A file that cannot be
+/// opened (it disappeared, or may not be read) fails like one that shrank.
 struct ByteSegmentStream: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     typealias Failure = any Error
@@ -128,12 +130,8 @@ struct ByteSegmentStream: AsyncSequence, Sendable {
                 offset += Int64(chunk.readableBytes)
                 return chunk
             }
-            // Every promised byte went; one more would mean the file grew, and the length sent was wrong.
-            let extra = try await open.read(at: open.size, length: 1)
-            guard extra.readableBytes == 0 else {
-                throw NetworkError(
-                    .fileUnavailable, "the file \(url.path) grew while it was being sent: it has more than \(open.size) bytes")
-            }
+            // Every declared byte went: bytes appended since the file was measured are not part of this
+            // request (the request was delivered whole; failing it now would make a retry send it twice).
             file = nil
             try await open.close()
             return nil
