@@ -9,6 +9,10 @@ struct OutboxCommand: AsyncParsableCommand {
         abstract: "Look at, send or remove the requests frozen by 'courier post --freezable'.",
         subcommands: [List.self, Flush.self, Drop.self, Clear.self])
 
+    /// The outbox pipeline name of every engine of the tool (``NetworkEngine/Configuration/outboxName``):
+    /// `outbox flush` replays what `post --freezable` froze, whatever options each was given.
+    static let pipelineName = "courier"
+
     /// `--data-dir DIR`, shared by `post` and the subcommands.
     struct DataDirectoryOption: ParsableArguments {
         @Option(help: ArgumentHelp("The data directory holding the outbox (default: the platform data directory).", valueName: "dir"))
@@ -70,6 +74,7 @@ struct OutboxCommand: AsyncParsableCommand {
                 let engine = NetworkEngine(baseURL: origin, configuration: .init {
                     $0.dataDirectory = options.url
                     $0.replaysOutbox = false
+                    $0.outboxName = OutboxCommand.pipelineName
                     $0.timeouts.connect = .seconds(5)
                     $0.timeouts.read = .seconds(30)
                     // A replay gets these just before it goes out, replacing fields of the same name; as a

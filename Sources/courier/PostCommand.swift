@@ -54,6 +54,9 @@ struct PostCommand: AsyncParsableCommand {
         let engine = try options.makeEngine {
             $0.dataDirectory = dataDirectory.url
             $0.replaysOutbox = false
+            // One pipeline for the tool: `courier outbox flush` (whose -H, --bearer and --retry may differ)
+            // replays what any `courier post --freezable` froze.
+            $0.outboxName = OutboxCommand.pipelineName
         }
         let operation = engine.operation(url: PipelineOptions.withoutUserInfo(options.url), method: .post, body: body)
         operation.isFreezable = freezable
