@@ -104,7 +104,8 @@ struct DownloadCommand: AsyncParsableCommand {
             if let failure = writer?.failure { throw failure }
             if error.code == .cancelled {
                 await operation.waitForFiles()   // the bytes gathered so far, and the record that counts them
-                throw CLIFailure(exitCode: 130, message: "interrupted; run again with --continue to resume")
+                // Only a file keeps what arrived; a pipe or a device has nothing to resume.
+                throw CLIFailure(exitCode: 130, message: writer == nil ? "interrupted; run again with --continue to resume" : "interrupted")
             }
             if let answer = error.response, error.code == .unacceptableStatus {
                 throw CLIFailure(exitCode: answer.statusCode >= 500 ? 5 : 4, message: "the server answered \(answer.statusCode) \(answer.status.reasonPhrase)")

@@ -118,4 +118,33 @@ extension CLITests {
         #expect(resumed.status == 2 && resumed.stderr.contains("--continue"), "\(resumed.stderr)")
         #expect(Self.fileType(fifo.path) == S_IFIFO)
     }
+
+    /// Ctrl-C during a download into a pipe: exit 130, without offering `--continue` (refused for a pipe).
+    @Test(.timeLimit(.minutes(1))) func anInterruptedDownloadIntoAPipeDoesNotOfferToResume() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-dl-int-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let fifo = folder.appendingPathComponent("pipe")
+        try #require(mkfifo(fifo.path, 0o600) == 0)
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/bin/cat")
+        reader.arguments = [fifo.path]
+        reader.standardOutput = FileHandle.nullDevice
+        try reader.run()
+        // 100 bytes of a declared 1000, then nothing: the command waits for the rest until interrupted.
+        let child = try ChildProcess(Self.binary, ["download", "\(server.baseURL)/stall-body", "-o", fifo.path],
+                                     stderr: folder.appendingPathComponent("stderr.log"))
+        let asked = await eventually { server.requestCount(path: "/stall-body") == 1 }
+        try await Task.sleep(for: .milliseconds(300))
+        child.kill(SIGINT)
+        let status = await child.exit()
+        Self.release(reader, of: fifo.path)
+        await reader.exited()
+        #expect(asked)
+        #expect(status == .exit(130), "\(child.stderr)")
+        #expect(child.stderr.hasSuffix("courier: error: interrupted\n") && !child.stderr.contains("--continue"), "\(child.stderr)")
+        #expect(Self.fileType(fifo.path) == S_IFIFO)
+    }
 }
