@@ -28,7 +28,8 @@ struct TokenBucketTests {
 
     @Test func defaultCapacityIsATenthOfASecondButAtLeastSixteenKiB() {
         #expect(TokenBucket(bytesPerSecond: 1 << 20).capacity == Double((1 << 20) / 10))
-        #expect(TokenBucket(bytesPerSecond: 1000).capacity == 16 * 1024)
+        #expect(TokenBucket(bytesPerSecond: 1000).capacity == 100, "a tenth of a second, even at a low rate (issue 23 B12)")
+        #expect(TokenBucket(bytesPerSecond: 1024).capacity == 102)
         #expect(TokenBucket(bytesPerSecond: 1000, capacity: 500).capacity == 500)
     }
 

@@ -40,7 +40,8 @@ public final class NetworkQueue: Sendable {
     let state: NIOLockedValueBox<State>
     /// Serial, so activity callbacks arrive in the order the counts changed.
     let notificationQueue = DispatchQueue(label: "courier.queue.notifications")
-    private let bandwidth = NIOLockedValueBox<Throttle?>(nil)
+    /// The queue's one throttle, its limit changed in place (so prepared and running transfers see a new one).
+    private let bandwidth = Throttle(limit: nil)
 
     /// Creates a queue.
     /// - Parameters:
@@ -67,14 +68,14 @@ public final class NetworkQueue: Sendable {
     /// A bandwidth limit, in bytes per second, shared by every transfer of the queue, downloads and
     /// uploads alike (ASIHTTPRequest's throttling); `nil` (the default) for none. A transfer that is over
     /// the limit stops reading (or sending) until it is under again, so TCP slows the peer down. Applies
-    /// to transfers that start after it is set.
+    /// at once: to transfers running, and to operations already enqueued and waiting, from their next chunk.
     public var maximumBytesPerSecond: Int? {
-        get { bandwidth.withLockedValue { $0?.bytesPerSecond } }
-        set { bandwidth.withLockedValue { $0 = newValue.map { Throttle(bytesPerSecond: $0) } } }
+        get { bandwidth.limit }
+        set { bandwidth.setLimit(newValue) }
     }
 
-    /// The queue-wide bandwidth limit, if any.
-    var throttle: Throttle? { bandwidth.withLockedValue { $0 } }
+    /// The queue-wide bandwidth limit (without a limit while ``maximumBytesPerSecond`` is `nil`).
+    var throttle: Throttle? { bandwidth }
 
     /// Whether the queue holds back waiting work.
     public var isSuspended: Bool { state.withLockedValue { $0.machine.isSuspended } }

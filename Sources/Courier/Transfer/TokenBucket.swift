@@ -24,12 +24,14 @@ struct TokenBucket: Sendable {
     /// Creates a full bucket.
     /// - Parameters:
     ///   - bytesPerSecond: The limit; must be positive.
-    ///   - capacity: The burst, in bytes; a tenth of a second's worth by default, and never less than
-    ///     16 KiB (so that ordinary reads are not split into many tiny waits).
+    ///   - capacity: The burst, in bytes; a tenth of a second's worth by default (at least 1 byte), so
+    ///     that even a low limit (1 KiB/s) is not exceeded by a burst of many seconds' worth. A chunk
+    ///     larger than the burst still goes at once and runs the bucket into debt, which the next wait
+    ///     pays back: chunks are not split.
     init(bytesPerSecond: Int, capacity: Int? = nil) {
         precondition(bytesPerSecond > 0, "a bandwidth limit must be positive")
         self.bytesPerSecond = Double(bytesPerSecond)
-        self.capacity = Double(max(1, capacity ?? max(bytesPerSecond / 10, 16 * 1024)))
+        self.capacity = Double(max(1, capacity ?? bytesPerSecond / 10))
         self.tokens = self.capacity
     }
 

@@ -105,7 +105,9 @@ struct RequestExecutor: Sendable {
                     current, attempt: request.attempt, redirectCount: redirects.chain.count, originalURL: redirects.originalURL)
                 try Task.checkCancellation()
                 progress.sending(sent)
-                let response = try await transport.execute(await transportRequest(for: sent, deadline: deadline, progress: progress))
+                let wire = try await transportRequest(for: sent, deadline: deadline, progress: progress)
+                let response = try await transport.execute(wire)
+                if let body = wire.body { progress.upload(TransferProgress(completedBytes: Int64(body.count), totalBytes: Int64(body.count))) }
                 progress.head(response.status, response.headers)
                 await request.interceptors.didReceive(
                     status: response.status, headers: response.headers, for: sent, attempt: request.attempt,
@@ -184,14 +186,23 @@ struct RequestExecutor: Sendable {
             transportRequest.streamedBody = TransportBody(length: total, isReplayable: measured.isReplayable) {
                 MeteredParts(base: measured.makeStream(), total: total, progress: upload, throttles: throttles)
             }
+        } else if let body = request.body, Throttle.limits(request.destination.throttles) {
+            // A body in memory under a bandwidth limit goes part by part like a file, each part waiting its turn.
+            let (upload, throttles, source) = (progress.upload, request.destination.throttles, RequestBodySource.data(body))
+            transportRequest.body = nil
+            transportRequest.streamedBody = TransportBody(length: Int64(body.count), isReplayable: true) {
+                MeteredParts(base: source.makeStream(), total: Int64(body.count), progress: upload, throttles: throttles)
+            }
         }
         if request.reportsInformational {
             transportRequest.didReceiveInformational = progress.informational
         }
-        if request.body != nil {
+        if transportRequest.body != nil {
+            // The transport reports parts as it takes them; the whole (all of a small body) only once the
+            // response's head says the server has it (`exchanges`), not before the first byte went.
             let upload = progress.upload
             transportRequest.didSendBodyBytes = { sent, total in
-                upload(TransferProgress(completedBytes: sent, totalBytes: total))
+                if sent < total { upload(TransferProgress(completedBytes: sent, totalBytes: total)) }
             }
         }
         return transportRequest
