@@ -71,8 +71,9 @@ extension NetworkOperation {
 
     /// The head of a final response of the operation's flight arrived.
     func queueDidReceiveHead(status: HTTPResponse.Status, headers: HTTPFields) {
-        guard context.monitors != nil else { return }
         let response = HTTPResponse(status: status, headerFields: headers)
+        storage.withLockedValue { $0.responseHead = response }
+        guard context.monitors != nil else { return }
         emitWhileRunning(recording: { $0.receivedHead(at: .now) }) { monitor, operation in
             monitor.operation(operation, didReceiveResponseHead: response)
         }

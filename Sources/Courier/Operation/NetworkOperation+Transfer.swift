@@ -1,4 +1,5 @@
 public import Foundation
+public import HTTPTypes
 
 // Bodies that do not go to memory: downloads to files, the body as a stream, bandwidth limits.
 extension NetworkOperation {
@@ -112,6 +113,21 @@ extension NetworkOperation {
             return channel
         }
         return ResponseBodyStream(channel: channel)
+    }
+
+    /// The final response's status and header fields as soon as they arrive, before its body: for a
+    /// ``bodyStream`` reader, set before the first chunk is delivered (a server-sent event stream's
+    /// `Content-Type`, a download's `Content-Length`). For other operations, from their response on
+    /// (and as the head arrives when the engine has event monitors). `nil` before.
+    /// ```swift
+    /// for try await chunk in stream {
+    ///     if op.responseHead?.headerFields[.contentType] != "text/event-stream" { break }
+    ///     handle(chunk)
+    /// }
+    /// ```
+    public var responseHead: HTTPResponse? {
+        if let head = storage.withLockedValue({ $0.responseHead }) { return head }
+        return receivedResponse.map { HTTPResponse(status: $0.status, headerFields: $0.headers) }
     }
 
     /// This operation's own bandwidth limit, in bytes per second, for its download and its upload; `nil`

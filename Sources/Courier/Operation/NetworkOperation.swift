@@ -101,6 +101,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var outboxID: String?
         /// The outbox entry, once frozen (for ``NetworkOperation/deliveredOrFrozen()``).
         var frozenEntry: OutboxEntry?
+        /// The final response's head as it arrived, before its body (for ``NetworkOperation/responseHead``).
+        var responseHead: HTTPResponse?
         /// A replay of a frozen request, sent by the outbox: never frozen again.
         var isReplay = false
         /// Set the moment the operation is decided to go to the outbox, before its row is written: from

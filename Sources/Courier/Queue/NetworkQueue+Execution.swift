@@ -216,6 +216,11 @@ extension NetworkQueue {
                 forEachSubscriber(of: flight) { $0.queueDidReceiveHead(status: status, headers: headers) }
             }
             sink.redirect = { [self] url in forEachSubscriber(of: flight) { $0.queueWillFollowRedirect(to: url) } }
+        } else if request.destination.channel != nil {
+            // A body read as it arrives: its reader sees the head (NetworkOperation.responseHead) first.
+            sink.head = { [self] status, headers in
+                forEachSubscriber(of: flight) { $0.queueDidReceiveHead(status: status, headers: headers) }
+            }
         }
         let progress = sink
         let copies = NIOLockedValueBox<[OperationID: Result<NetworkResponse, NetworkError>]>([:])

@@ -81,8 +81,8 @@ final class BodyChannel: Sendable {
         }
     }
 
-    /// The next chunk, `nil` at the end; throws the flight's error, or `CancellationError` when the
-    /// consuming task is cancelled.
+    /// The next chunk, `nil` at the end; throws the flight's error, or ``NetworkError/Code/cancelled``
+    /// when the consuming task is cancelled (the operation is cancelled with it).
     func next() async throws -> Data? {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data?, any Error>) in
@@ -107,7 +107,7 @@ final class BodyChannel: Sendable {
                     continuation.resume(returning: chunk)
                 case .end(let error?): continuation.resume(throwing: error)
                 case .end(nil): continuation.resume(returning: nil)
-                case .cancelled: continuation.resume(throwing: CancellationError())
+                case .cancelled: continuation.resume(throwing: NetworkError(.cancelled, "the reader of the response body stream was cancelled"))
                 case .wait: break
                 }
             }
@@ -127,7 +127,7 @@ final class BodyChannel: Sendable {
             return (state.consumer, state.producer, isFirst)
         }
         producer?.resume()
-        consumer?.resume(throwing: CancellationError())
+        consumer?.resume(throwing: NetworkError(.cancelled, "the reader of the response body stream was cancelled"))
         if isFirst { onAbandon() }
     }
 
