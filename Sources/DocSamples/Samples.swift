@@ -45,7 +45,7 @@ func sample_README_2() async throws {
 // README.md, sample 3
 func sample_README_3() async throws {
     let engine = NetworkEngine(host: "api.example.com", configuration: .init { $0.cache = ResponseCache() })
-    let response = try await engine.send(engine.operation(path: "rates"))   // response.cacheOutcome: .hit, .miss, …
+    let response = try await engine.send(engine.operation(path: "rates"))   // response.cacheOutcome: .hit, .miss, … (an Optional: nil without a cache)
     _ = engine
     _ = response
 }
@@ -203,9 +203,39 @@ func sample_Freezing_4() async throws {
 
 // Sources/Courier/Courier.docc/Freezing.md, sample 5
 func sample_Freezing_5() async throws {
+    let api = NetworkEngine(host: "api.example.com", configuration: .init {
+        $0.outboxName = "api"   // this engine's frozen requests, whatever its interceptors become
+        $0.interceptors = [RetryPolicy(), BearerTokenAuthenticator(token: savedToken) { _ in try await refreshToken() }]
+    })
+    _ = api
+}
+
+// Sources/Courier/Courier.docc/Freezing.md, sample 6
+func sample_Freezing_6() async throws {
+    let outbox = try Outbox()
+    for entry in outbox.outcomes where entry.state == .delivered { store.markSent(idempotencyKey: entry.idempotencyKey) }
+    for entry in outbox.deadLetters where entry.state == .deadLettered(.unauthorized) { outbox.retry(entry.id) }
+    _ = outbox
+}
+
+// Sources/Courier/Courier.docc/Freezing.md, sample 7
+func sample_Freezing_7() async throws {
     Task {
         for await event in engine.outboxEvents {
             if case .delivered(let entry, _) = event { store.markSent(idempotencyKey: entry.idempotencyKey) }
+        }
+    }
+}
+
+// Sources/Courier/Courier.docc/Freezing.md, sample 8
+func sample_Freezing_8() async throws {
+    for await event in engine.outboxEvents {
+        switch event {
+        case .frozen(let entry): print("kept", entry.id)
+        case .delivered(let entry, let response): print("sent", entry.id, response.statusCode)
+        case .failedPermanently(let entry, let response): print("refused", entry.id, response.statusCode)
+        case .retryScheduled(let entry): print("again at", entry.nextAttemptAt, "after", entry.lastError ?? "")
+        case .deadLettered(let entry): print("given up", entry.state, entry.lastStatus ?? 0)
         }
     }
 }
@@ -399,12 +429,24 @@ func sample_Transfers_4() async throws {
 
 // Sources/Courier/Courier.docc/Transfers.md, sample 5
 func sample_Transfers_5() async throws {
-    queue.maximumBytesPerSecond = 512 * 1024
-    download.maximumBytesPerSecond = 128 * 1024
+    let lines = AsyncStream<[UInt8]> { continuation in
+        for line in ["a\n", "b\n"] { continuation.yield(Array(line.utf8)) }
+        continuation.finish()
+    }
+    let upload = engine.operation(path: "logs", method: .post, body: .stream(lines, contentType: "text/plain"))
+    _ = try await engine.send(upload)
+    _ = lines
+    _ = upload
 }
 
 // Sources/Courier/Courier.docc/Transfers.md, sample 6
 func sample_Transfers_6() async throws {
+    queue.maximumBytesPerSecond = 512 * 1024
+    download.maximumBytesPerSecond = 128 * 1024
+}
+
+// Sources/Courier/Courier.docc/Transfers.md, sample 7
+func sample_Transfers_7() async throws {
     download.onDownloadProgress { progress in
         bar.value = progress.fractionCompleted ?? 0
     }
