@@ -45,15 +45,21 @@ struct DownloadCommand: AsyncParsableCommand {
     /// Where the body goes: `-o` (a regular file replaced once complete; a named pipe, a device and the
     /// like written in place, as `get -o` does), else a file of the current folder named after the URL's
     /// last path segment (``OptionValue/downloadFileName(percentEncodedPath:)``; a segment that would name
-    /// anything else, `..%2F..%2Fx`, is a usage error and nothing is written).
+    /// anything else, `..%2F..%2Fx`, or an entry there that is not a regular file, such as a link pointing
+    /// out of the folder, is a usage error and nothing is written).
     func destination() throws(CLIFailure) -> OutputFile {
         if let output { return OutputFile.at(output) }
         guard let components = URLComponents(string: url) else { throw CLIFailure.usage("'\(url)' is not an absolute http(s) URL") }
+        let name: String
         do {
-            return OutputFile.at(try OptionValue.downloadFileName(percentEncodedPath: components.percentEncodedPath))
+            name = try OptionValue.downloadFileName(percentEncodedPath: components.percentEncodedPath)
         } catch {
             throw CLIFailure.usage("\(error.description); give the file to write with -o")
         }
+        guard let file = OutputFile.inCurrentFolder(name) else {
+            throw CLIFailure.usage("'\(name)' in the current folder is not a regular file (a link, a pipe, a folder); give the file to write with -o")
+        }
+        return file
     }
 
     nonisolated func download() async throws {

@@ -56,6 +56,18 @@ enum OutputFile: Equatable {
         }
     }
 
+    /// How a file named after the URL (`download` without `-o`) is written: as an entry of the current
+    /// folder, replaced once complete, and nothing else. Unlike `-o`, nothing already there is followed or
+    /// written into: a symbolic link under that name (planted in a shared folder, pointing out of it), a
+    /// named pipe, a device or a folder is refused.
+    /// - Parameter name: One entry of the current folder (``OptionValue/downloadFileName(percentEncodedPath:)``).
+    /// - Returns: ``replaced(_:)`` for a regular file or nothing; `nil` for anything else.
+    static func inCurrentFolder(_ name: String) -> OutputFile? {
+        var info = stat()
+        guard lstat(name, &info) == 0, info.st_mode & S_IFMT != S_IFREG else { return .replaced(URL(fileURLWithPath: name)) }
+        return nil
+    }
+
     /// Whether `path` is the file standard output or standard error is writing to (same device and inode).
     private static func isStandardOutputOrError(_ path: String) -> Bool { standardDescriptor(for: path) != nil }
 

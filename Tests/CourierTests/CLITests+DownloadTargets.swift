@@ -68,6 +68,29 @@ extension CLITests {
         #expect(try Data(contentsOf: folder.appendingPathComponent("300")) == Self.served(300))
     }
 
+    /// A link planted in the current folder under the URL's name (a shared folder) is not followed out of
+    /// it, and a named pipe under that name is not written into: both are refused, nothing is written.
+    @Test(.timeLimit(.minutes(1))) func downloadWithoutOutputFollowsNoLinkOutOfTheCurrentFolder() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-dl-link-\(UUID().uuidString)")
+        let folder = root.appendingPathComponent("shared")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let outside = root.appendingPathComponent("precious.txt")
+        try Data("keep".utf8).write(to: outside)
+        try FileManager.default.createSymbolicLink(atPath: folder.appendingPathComponent("report.json").path, withDestinationPath: outside.path)
+        try #require(mkfifo(folder.appendingPathComponent("pipe.json").path, 0o600) == 0)
+        for name in ["report.json", "pipe.json"] {
+            let refused = try await courier(in: folder, "download", "\(server.baseURL)/anything/\(name)")
+            #expect(refused.status == 2 && refused.stderr.contains("-o"), "\(name): \(refused.status) \(refused.stderr)")
+        }
+        #expect(try Data(contentsOf: outside) == Data("keep".utf8), "the file the link points to is untouched")
+        #expect(Self.fileType(folder.appendingPathComponent("report.json").path) == S_IFLNK)
+        #expect(Self.fileType(folder.appendingPathComponent("pipe.json").path) == S_IFIFO)
+        #expect(Self.tree(root) == ["precious.txt", "shared", "shared/pipe.json", "shared/report.json"])
+    }
+
     // MARK: Item 4 (B6): `download -o` to what is not a regular file
 
     @Test(.timeLimit(.minutes(1))) func downloadToANamedPipeOrDevNullWritesInPlace() async throws {
