@@ -57,4 +57,21 @@ struct OptionValueTests {
             #expect(throws: OptionValue.Invalid.self, "\(text)") { try OptionValue.pixelBox(text) }
         }
     }
+
+    /// Issue 23 item 3: the file `download` names after the URL is one entry of the current folder.
+    @Test func downloadFileNamesAreOneEntryOfTheCurrentFolder() throws {
+        #expect(try OptionValue.downloadFileName(percentEncodedPath: "/files/report.pdf") == "report.pdf")
+        #expect(try OptionValue.downloadFileName(percentEncodedPath: "/files/my%20file.pdf") == "my file.pdf")
+        #expect(try OptionValue.downloadFileName(percentEncodedPath: "/caf%C3%A9.txt") == "café.txt")
+        #expect(try OptionValue.downloadFileName(percentEncodedPath: "/a/..b") == "..b")
+        for folder in ["", "/", "/a/", "/a//"] {
+            #expect(try OptionValue.downloadFileName(percentEncodedPath: folder) == "index.html", "\(folder)")
+        }
+        let refused = ["/x/..%2F..%2Fescaped.bin", "/x/%2Fetc%2Fpasswd", "/a/%2E%2E", "/a/%2e", "/a/.", "/a/..", "/a/%00", "/a/x%0Ay",
+                       "/a/x%1B%5B2J", "/a/x%7F", "/a/x%C2%9B1m", "/a/%FF", "/a/%", "/a/%2", "/" + String(repeating: "n", count: 201)]
+        for path in refused {
+            #expect(throws: OptionValue.Invalid.self, "\(path)") { try OptionValue.downloadFileName(percentEncodedPath: path) }
+        }
+        #expect(try OptionValue.downloadFileName(percentEncodedPath: "/" + String(repeating: "n", count: 200)).utf8.count == 200)
+    }
 }

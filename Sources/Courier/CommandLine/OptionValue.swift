@@ -110,7 +110,8 @@ package enum OptionValue {
     /// an empty path or one ending with `/`.
     /// - Parameter path: The URL's percent-encoded path (`URLComponents.percentEncodedPath`).
     /// - Returns: A name that is one entry of the current folder: never empty, `.` or `..`, without `/`,
-    ///   NUL or another control character, at most ``maximumFileNameLength`` bytes.
+    ///   NUL or another control character (C0, DEL or C1: a terminal may act on them when the name is
+    ///   printed), at most ``maximumFileNameLength`` bytes.
     /// - Throws: ``Invalid`` when the decoded name is not such a name (`..%2F..%2Fx` decodes to
     ///   `../../x`), or its escapes are not UTF-8: nothing is written, the user gives `-o`.
     package static func downloadFileName(percentEncodedPath path: String) throws(Invalid) -> String {
@@ -120,7 +121,7 @@ package enum OptionValue {
             throw Invalid("the URL's last path segment '\(segment)' has escapes that are not UTF-8")
         }
         let isUnsafe = name.isEmpty || name == "." || name == ".." || name.utf8.count > maximumFileNameLength
-            || name.unicodeScalars.contains { $0 == "/" || $0.value < 0x20 || $0.value == 0x7F }
+            || name.unicodeScalars.contains { $0 == "/" || $0.properties.generalCategory == .control }
         guard !isUnsafe else {
             throw Invalid("the URL's last path segment '\(segment)' does not name a file of the current folder")
         }

@@ -26,6 +26,7 @@ extension FuzzEntryPoints {
         if let name = try? OptionValue.downloadFileName(percentEncodedPath: text) {
             precondition(!name.isEmpty && name != "." && name != "..", "a name that is no file")
             precondition(!name.utf8.contains(UInt8(ascii: "/")) && !name.utf8.contains(0), "a name with a separator or NUL")
+            precondition(!name.unicodeScalars.contains { $0.properties.generalCategory == .control }, "a name with a control character")
             precondition(name.utf8.count <= OptionValue.maximumFileNameLength, "a name too long")
         }
     }
