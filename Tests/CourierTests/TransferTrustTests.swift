@@ -241,4 +241,20 @@ struct TransferTrustTests {
             #expect(Set(try FileManager.default.contentsOfDirectory(atPath: folder.path)) == ["victim.txt", out.lastPathComponent])
         }
     }
+
+    // MARK: a rename that fails
+
+    @Test func aRenameThatFailsLeavesNoPartialAndTheNextDownloadWorks() async throws {
+        try await Self.withFolder { (folder: URL, _: URL) async throws in
+            let out = folder.appendingPathComponent("taken")
+            try FileManager.default.createDirectory(at: out.appendingPathComponent("inside"), withIntermediateDirectories: true)
+            let engine = NetworkEngine.fake(Self.origin())
+            let error = await failure(of: engine.operation(path: "file").download(to: out))
+            #expect(error?.code == .fileUnavailable, "\(String(describing: error))")
+            #expect(!FileManager.default.fileExists(atPath: DownloadWriter.partialURL(for: out).path), "the partial is removed")
+            try FileManager.default.removeItem(at: out)
+            _ = try await engine.send(engine.operation(path: "file").download(to: out))
+            #expect(try Data(contentsOf: out).count == 300_000, "no descriptor or lock left behind")
+        }
+    }
 }

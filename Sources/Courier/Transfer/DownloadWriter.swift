@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOFileSystem
 import NIOPosix
@@ -13,6 +14,9 @@ struct DownloadWriter: Sendable {
     /// The final URLs, in order, each once (the same file named twice is written once).
     let destinations: [URL]
     private let files: [PartialFile]
+    /// Whether the descriptors were closed (shared by the copies of this value): they are closed once,
+    /// since a descriptor number closed twice may by then be another file's.
+    private let closed = NIOLockedValueBox(false)
     /// Bytes in the partial files (the offset the next chunk is written at).
     private(set) var length: Int64
     /// Chunks gathered for one write: each write is a hop to the file system's threads, so small
@@ -80,6 +84,9 @@ struct DownloadWriter: Sendable {
     }
 
     private mutating func writeNow(_ bytes: ByteBuffer) async throws(NetworkError) {
+        guard !closed.withLockedValue({ $0 }) else {
+            throw NetworkError(.fileUnavailable, "cannot write \(destinations.first?.path ?? "the destination"): its partial file was closed")
+        }
         let (files, offset) = (self.files, length)
         try await Self.run(destination: destinations.first) { () throws(PartialFile.Failure) in
             let failure = bytes.withUnsafeReadableBytes { buffer -> PartialFile.Failure? in
@@ -110,6 +117,9 @@ struct DownloadWriter: Sendable {
         } catch {
             await abandon(keep: false)
             throw error
+        }
+        guard claimClosing() else {
+            throw NetworkError(.fileUnavailable, "cannot write \(destinations.first?.path ?? "the destination"): its partial file was closed")
         }
         let (files, pairs) = (self.files, zip(files, destinations.map(\.path)).map { ($0, $1) })
         try await Self.run(destination: destinations.first) { () throws(PartialFile.Failure) in
@@ -183,16 +193,28 @@ struct DownloadWriter: Sendable {
     }
 
     private func abandoning(keep: Bool) async {
-        if keep {
+        if keep, !closed.withLockedValue({ $0 }) {
             var writer = self
             try? await writer.flush()   // what arrived is what the record counts
         }
-        let (files, keep) = (self.files, keep)
+        let (files, keep, isOpen) = (self.files, keep, claimClosing())
         _ = try? await NIOThreadPool.singleton.runIfActive {
             for file in files {
-                if !keep { file.unlinkIfOwned() }
-                file.close()
+                if isOpen {
+                    if !keep { file.unlinkIfOwned() }
+                    file.close()
+                } else if !keep {
+                    PartialFile.remove(at: file.path)   // closed by a failed finish: by path, unless someone else holds it
+                }
             }
+        }
+    }
+
+    /// Marks the descriptors closed; `true` for the one caller that is to close them.
+    private func claimClosing() -> Bool {
+        closed.withLockedValue { wasClosed in
+            defer { wasClosed = true }
+            return !wasClosed
         }
     }
 

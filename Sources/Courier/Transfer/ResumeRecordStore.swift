@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import NIOPosix
 
 #if canImport(Glibc)
@@ -153,6 +153,16 @@ struct ResumeRecordStore: Sendable {
         if reason == nil, rename(temporary, target) != 0 { reason = String(cString: strerror(errno)) }
         if reason != nil { unlink(temporary) }
         return reason
+    }
+}
+
+/// For the command line (`courier download` without `--continue`): what a download keeps to resume,
+/// removed through the same rule as the library's own (``ResumeRecordStore/discardResumeData(for:)``),
+/// never from under a download that holds the partial file (another process's, say).
+package enum DownloadResumeData {
+    /// Removes the partial file and resume record beside `destination`, unless a download holds them.
+    package static func discard(for destination: URL) async {
+        await ResumeRecordStore.discardResumeData(for: [destination])
     }
 }
 
