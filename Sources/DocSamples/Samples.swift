@@ -212,14 +212,24 @@ func sample_Freezing_5() async throws {
 
 // Sources/Courier/Courier.docc/Freezing.md, sample 6
 func sample_Freezing_6() async throws {
+    func apiEngine(for userID: String, token: String?) -> NetworkEngine {
+        NetworkEngine(host: "api.example.com", configuration: .init {
+            $0.outboxName = "api-\(userID)"   // Ada's frozen comments wait for Ada
+            $0.interceptors = [BearerTokenAuthenticator(token: token) { _ in try await refreshToken() }]
+        })
+    }
+}
+
+// Sources/Courier/Courier.docc/Freezing.md, sample 7
+func sample_Freezing_7() async throws {
     let outbox = try Outbox()
     for entry in outbox.outcomes where entry.state == .delivered { store.markSent(idempotencyKey: entry.idempotencyKey) }
     for entry in outbox.deadLetters where entry.state == .deadLettered(.unauthorized) { outbox.retry(entry.id) }
     _ = outbox
 }
 
-// Sources/Courier/Courier.docc/Freezing.md, sample 7
-func sample_Freezing_7() async throws {
+// Sources/Courier/Courier.docc/Freezing.md, sample 8
+func sample_Freezing_8() async throws {
     Task {
         for await event in engine.outboxEvents {
             if case .delivered(let entry, _) = event { store.markSent(idempotencyKey: entry.idempotencyKey) }
@@ -227,8 +237,8 @@ func sample_Freezing_7() async throws {
     }
 }
 
-// Sources/Courier/Courier.docc/Freezing.md, sample 8
-func sample_Freezing_8() async throws {
+// Sources/Courier/Courier.docc/Freezing.md, sample 9
+func sample_Freezing_9() async throws {
     for await event in engine.outboxEvents {
         switch event {
         case .frozen(let entry): print("kept", entry.id)

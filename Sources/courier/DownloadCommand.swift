@@ -85,7 +85,9 @@ struct DownloadCommand: AsyncParsableCommand {
         switch target {
         case .replaced(let file):
             operation.download(to: file, resumable: true)
-            if !resume { try? FileManager.default.removeItem(at: ProgressBar.partialURL(for: file)) }
+            // Without --continue, what an earlier run kept goes, through the library's rule: never from
+            // under another process that is writing it (that one holds its lock).
+            if !resume { await DownloadResumeData.discard(for: file) }
         case .inPlace(let path):
             writer = InPlaceWriter(operation, to: path)
         }

@@ -9,8 +9,8 @@ struct OutboxCommand: AsyncParsableCommand {
         abstract: "Look at, send or remove the requests frozen by 'courier post --freezable'.",
         subcommands: [List.self, Flush.self, Drop.self, Clear.self])
 
-    /// The outbox pipeline name of every engine of the tool (``NetworkEngine/Configuration/outboxName``):
-    /// `outbox flush` replays what `post --freezable` froze, whatever options each was given.
+    /// The outbox pipeline name of `post --freezable` (``NetworkEngine/Configuration/outboxName``), whatever
+    /// options it was given; `outbox flush` replays every pipeline's requests of the origins it flushes.
     static let pipelineName = "courier"
 
     /// `--data-dir DIR`, shared by `post` and the subcommands.
@@ -74,7 +74,9 @@ struct OutboxCommand: AsyncParsableCommand {
                 let engine = NetworkEngine(baseURL: origin, configuration: .init {
                     $0.dataDirectory = options.url
                     $0.replaysOutbox = false
-                    $0.outboxName = OutboxCommand.pipelineName
+                    // An operator's flush, given the credentials (-H): every frozen request of the origin,
+                    // whichever engine or tool froze it.
+                    $0.replaysEveryPipeline = true
                     $0.timeouts.connect = .seconds(5)
                     $0.timeouts.read = .seconds(30)
                     // A replay gets these just before it goes out, replacing fields of the same name; as a

@@ -57,6 +57,31 @@ struct CachePartitionTests {
         #expect(type as? FileAttributeType == .typeRegular, "replaced by a key of its own")
     }
 
+    /// Review of issue 23: a key someone else knows, planted as a hard link or left readable by others, is
+    /// not used.
+    @Test func aHardLinkedOrOpenKeyIsReplaced() throws {
+        let folder = directory()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let known = folder.appendingPathComponent("known.key")
+        _ = FileManager.default.createFile(atPath: known.path, contents: Data(repeating: 0x42, count: 32), attributes: [.posixPermissions: 0o600])
+        let key = folder.appendingPathComponent("partition.key")
+        try FileManager.default.linkItem(at: known, to: key)
+        let knownPartition = CachePartitionKeyProbe.partition(withKeyBytes: Data(repeating: 0x42, count: 32), of: basic)
+        #expect(ResponseCache(directory: folder).credentialPartition(of: basic, names: SensitiveHeaders.defaultNames) != knownPartition)
+        #expect(try Data(contentsOf: known) == Data(repeating: 0x42, count: 32), "the other name is untouched")
+
+        let open = directory()
+        defer { try? FileManager.default.removeItem(at: open) }
+        try FileManager.default.createDirectory(at: open, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(
+            atPath: open.appendingPathComponent("partition.key").path, contents: Data(repeating: 0x42, count: 32),
+            attributes: [.posixPermissions: 0o644])
+        #expect(ResponseCache(directory: open).credentialPartition(of: basic, names: SensitiveHeaders.defaultNames) != knownPartition)
+        let mode = try FileManager.default.attributesOfItem(atPath: open.appendingPathComponent("partition.key").path)[.posixPermissions]
+        #expect(mode as? Int == 0o600)
+    }
+
     @Test func entriesStoredUnderABareHashByEarlierVersionsAreRemoved() async throws {
         let folder = directory()
         defer { try? FileManager.default.removeItem(at: folder) }

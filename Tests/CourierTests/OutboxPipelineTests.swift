@@ -117,3 +117,42 @@ extension FreezingTests {
             == "https://api.example.com:443 name:api")
     }
 }
+
+extension FreezingTests {
+    /// Review of issue 23: a request frozen for another origin (`operation(url:)`) is replayed, after the
+    /// operation that froze it is gone, without the engine's sensitive default headers, as it was sent live.
+    @Test func aReplayToAnotherOriginGetsNoSensitiveDefaultHeader() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = Origin()
+        let configure: (inout NetworkEngine.Configuration) -> Void = { $0.replaysOutbox = false }
+        var first: NetworkEngine? = NetworkEngine.fake(origin.transport, headers: ["X-API-Key": "alice-secret"]) {
+            $0.reachability = ManualReachability(.unreachable)
+            $0.dataDirectory = directory
+            configure(&$0)
+        }
+        let foreign = try #require(first).operation(url: "https://collector.example.net/collect", method: .post, body: .text("n"))
+        let own = try #require(first).operation(path: "notes", method: .post, body: .text("n"))
+        for op in [foreign, own] {
+            op.isFreezable = true
+            first?.enqueue(op)
+        }
+        #expect(await eventually { foreign.state == .frozen && own.state == .frozen })
+        first = nil
+        origin.isUp.withLockedValue { $0 = true }
+        let next = NetworkEngine.fake(origin.transport, headers: ["X-API-Key": "alice-secret"]) {
+            $0.reachability = ManualReachability(.reachable(via: .wifi))
+            $0.dataDirectory = directory
+            configure(&$0)
+        }
+        withExtendedLifetime((foreign, own)) {}
+        // Let the first engine's operations go, as after a restart: only rows remain.
+        _ = await next.flushOutbox()
+        let sent = origin.transport.requests
+        let toCollector = sent.filter { $0.url.host == "collector.example.net" }
+        let toAPI = sent.filter { $0.url.host == "api.example.com" }
+        #expect(toCollector.count == 1 && toAPI.count == 1)
+        #expect(toCollector.first?.headers[HTTPField.Name("X-API-Key")!] == nil, "never to another origin")
+        #expect(toAPI.first?.headers[HTTPField.Name("X-API-Key")!] == "alice-secret", "its own origin gets it back")
+    }
+}

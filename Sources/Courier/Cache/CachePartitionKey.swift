@@ -51,14 +51,16 @@ struct CachePartitionKey: Sendable {
         return ephemeral()
     }
 
-    /// The key file's bytes, when it is a regular file of exactly ``byteCount`` bytes, opened without
-    /// following a link and never blocking on a FIFO.
+    /// The key file's bytes, when it is a regular file of exactly ``byteCount`` bytes, owned by this user,
+    /// readable by no one else and with no other name (a hard link to a key someone else knows), opened
+    /// without following a link and never blocking on a FIFO.
     private static func read(_ path: String) -> [UInt8]? {
         let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size == off_t(byteCount)
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size == off_t(byteCount),
+            status.st_nlink == 1, status.st_uid == geteuid(), status.st_mode & 0o077 == 0
         else { return nil }
         var bytes = [UInt8](repeating: 0, count: byteCount)
         let count = bytes.withUnsafeMutableBytes { Foundation.read(descriptor, $0.baseAddress, byteCount) }

@@ -162,7 +162,15 @@ extension NetworkEngine {
         /// ```
         /// Requests frozen by earlier versions of Courier (before pipelines) are replayed by any engine of
         /// their origin.
+        ///
+        /// A frozen request holds no credentials: it is replayed with the credentials of the engine that
+        /// replays it. Where users sign in and out, name the outbox per user (`"api-\(userID)"`) so that
+        /// one user's frozen requests are never sent with another's credentials.
         public var outboxName: String?
+        /// Whether the engine replays every frozen request of its origin, whatever pipeline froze it: for
+        /// an operator's tool that is given the credentials explicitly (`courier outbox flush -H …`), never
+        /// for an app's engine. Package access only.
+        package var replaysEveryPipeline = false
 
         /// The defaults.
         public init() {}

@@ -276,11 +276,13 @@ extension NetworkOperation {
             body = record.body.map { RequestBody.data($0, contentType: contentType ?? "application/octet-stream") }
         }
         // Sensitive fields never reach the outbox: a replay takes them from the operation that froze, while
-        // it is alive in this process, else from the engine's default headers (the credential provider
-        // adds its own when the replay is sent).
+        // it is alive in this process, else from the engine's default headers, and those only for the
+        // engine's own origin, as a live operation(url:) gets them (the credential provider adds its own
+        // when the replay is sent).
         let names = context.sensitiveNames
         let original = database?.attachedOperation(for: record.id)
-        let secrets = SensitiveHeaders.kept(names, from: original?.headers ?? context.defaultHeaders)
+        let isEngineOrigin = context.connectivity.origin == OutboxRecord.origin(of: record.url)
+        let secrets = SensitiveHeaders.kept(names, from: original?.headers ?? (isEngineOrigin ? context.defaultHeaders : [:]))
         var headers = record.headers
         for name in Set(secrets.map(\.name)) where headers[name] == nil { headers.append(contentsOf: secrets.filter { $0.name == name }) }
         let operation = NetworkOperation(

@@ -48,10 +48,11 @@ extension OutboxDatabase {
                         let rows = try Row.fetchAll(db, sql: """
                             SELECT * FROM outbox WHERE seq IN (
                                 SELECT min(seq) FROM outbox
-                                WHERE (pipeline = ? OR (pipeline IS NULL AND origin = ?)) AND deadReason IS NULL AND outcome IS NULL
+                                WHERE (pipeline = ? OR (pipeline IS NULL AND origin = ?) OR (? AND origin = ?))
+                                    AND deadReason IS NULL AND outcome IS NULL
                                 GROUP BY coalesce(orderingKey, ''))
                             ORDER BY seq
-                            """, arguments: [pipeline.identity, origin])
+                            """, arguments: [pipeline.identity, origin, pipeline.replaysEveryRow, origin])
                         heads = []
                         readAll = true
                         for row in rows {

@@ -18,6 +18,8 @@ struct OutboxPipeline: Sendable, Hashable {
     let origin: String
     /// What the rows store: the origin, then `name:<name>` or `auto:<16 hex digits>`.
     let identity: String
+    /// Whether this pipeline replays every row of its origin (``NetworkEngine/Configuration/replaysEveryPipeline``).
+    private(set) var replaysEveryRow = false
 
     init(origin: String, name: String) {
         self.init(origin: origin, identity: "\(origin) name:\(name)")
@@ -35,6 +37,7 @@ struct OutboxPipeline: Sendable, Hashable {
             let shape = Self.shape(of: configuration, defaultHeaders: defaultHeaders)
             self.init(origin: origin, identity: "\(origin) auto:\(Digests.sha256Hex(of: shape).prefix(16))")
         }
+        replaysEveryRow = configuration.replaysEveryPipeline
     }
 
     /// What makes two engines' pipelines send the same request differently, as text; stable across runs.

@@ -5,7 +5,8 @@ internal import CCourierImageCodecs
 
 extension CourierImage {
     /// The image encoded as `encoding` (libjpeg-turbo and libpng on Linux, ImageIO on Apple platforms).
-    /// - Throws: `NetworkError` `.imageEncodingFailed` when the encoder fails.
+    /// - Throws: `NetworkError` `.imageEncodingFailed` when the encoder fails, `.imageCodecUnavailable`
+    ///   when its library is not installed (Linux).
     public func encoded(as encoding: ImageEncoding) throws(NetworkError) -> Data {
         #if canImport(CCourierImageCodecs)
         var output: UnsafeMutablePointer<UInt8>?
@@ -24,6 +25,8 @@ extension CourierImage {
                 }
             }
         } catch {
+            // A codec whose library is missing says so (and which package to install).
+            if error.code == .imageCodecUnavailable { throw error }
             throw NetworkError(.imageEncodingFailed, "\(encoding): \(error.message)")
         }
         guard let output else { throw NetworkError(.imageEncodingFailed, "\(encoding): no output") }
