@@ -13,8 +13,9 @@ extension CLITests {
             let real = folder.appendingPathComponent("real"), link = folder.appendingPathComponent("link")
             try FileManager.default.createDirectory(at: real, withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
-            let size = 3_000_000
-            // About three seconds at 1 MB/s: long enough for the second writer to meet the first.
+            let size = 12_000_000
+            // About twelve seconds at 1 MiB/s: long enough for the second writer to meet the first even on
+            // a loaded machine (with three, a busy CI run let the first finish before the second started).
             async let cli = courier("download", "\(server.baseURL)/bytes/\(size)", "-o", real.appendingPathComponent("out.bin").path,
                                     "--limit-rate", "1M")
             let partial = DownloadWriter.partialURL(for: real.appendingPathComponent("out.bin"))
