@@ -37,7 +37,7 @@ struct PartialFile: Sendable {
             let place = destination?.path ?? "the destination"
             switch self {
             case .notRegular(let path):
-                return NetworkError(.fileUnavailable, "cannot write \(place): \(path) is not a regular file of Courier's (a link, a device, a FIFO or a folder); it was left alone")
+                return NetworkError(.fileUnavailable, "cannot write \(place): \(path) is not a regular file of Courier's (a link, a device, a FIFO, a folder or another user's file); it was left alone")
             case .busy(let path):
                 return NetworkError(.fileUnavailable, "cannot write \(place): the destination is busy, another download holds \(path)")
             case .system(let call, let code, let path):
@@ -81,7 +81,10 @@ struct PartialFile: Sendable {
             do throws(Failure) {
                 var info = stat()
                 guard fstat(descriptor, &info) == 0 else { throw Failure.system("fstat", errno, path) }
-                guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else { throw Failure.notRegular(path) }
+                // Ours only: a partial another user planted (in a shared folder) is neither written nor read.
+                guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else {
+                    throw Failure.notRegular(path)
+                }
                 guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
                     if errno == EWOULDBLOCK { throw Failure.busy(path) }
                     throw Failure.system("flock", errno, path)
@@ -90,7 +93,8 @@ struct PartialFile: Sendable {
                     _ = Glue.close(descriptor)
                     continue   // renamed into place or removed by the writer that held it: open anew
                 }
-                if !created { _ = fchmod(descriptor, 0o600) }   // an older partial: owner-only from now on
+                // An older partial: owner-only from now on, or not used at all.
+                if !created, fchmod(descriptor, 0o600) != 0 { throw Failure.system("fchmod", errno, path) }
                 guard ftruncate(descriptor, off_t(length)) == 0 else { throw Failure.system("ftruncate", errno, path) }
                 return PartialFile(path: path, descriptor: descriptor)
             } catch {
@@ -124,7 +128,7 @@ struct PartialFile: Sendable {
             if errno == ENOENT { return 0 }
             throw .system("lstat", errno, path)
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1 else { throw .notRegular(path) }
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid() else { throw .notRegular(path) }
         return Int64(info.st_size)
     }
 
@@ -142,7 +146,8 @@ struct PartialFile: Sendable {
         defer { _ = Glue.close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw .system("fstat", errno, path) }
-        guard (info.st_mode & S_IFMT) == S_IFREG else { throw .notRegular(path) }
+        // A record another user planted is not trusted (it would choose what is resumed).
+        guard (info.st_mode & S_IFMT) == S_IFREG, info.st_uid == geteuid() else { throw .notRegular(path) }
         guard info.st_size <= limit else { return nil }
         var data = Data(count: limit + 1)
         var total = 0

@@ -26,7 +26,7 @@ public final class Throttle: Sendable {
     }
 
     /// The limit in bytes per second, `nil` for none.
-    var limit: Int? { bucket.withLockedValue { $0.map { Int($0.bytesPerSecond) } } }
+    var limit: Int? { bucket.withLockedValue { $0.map { Int(exactly: $0.bytesPerSecond.rounded(.down)) ?? Int.max } } }
 
     /// Changes the limit now (`nil`: none); the next chunk of every transfer under it obeys it.
     func setLimit(_ bytesPerSecond: Int?) {
