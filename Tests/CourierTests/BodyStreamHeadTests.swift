@@ -9,7 +9,7 @@ import Testing
 @Suite("body stream: head and cancellation")
 struct BodyStreamHeadTests {
     static func engine(_ server: TestServer) -> NetworkEngine {
-        NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, configuration: .init { $0.dataDirectory = nil }, queue: NetworkQueue())
+        NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, configuration: .init { $0.dataDirectory = nil; $0.reachability = ManualReachability() }, queue: NetworkQueue())
     }
 
     @Test func theHeadIsThereBeforeTheFirstChunk() async throws {

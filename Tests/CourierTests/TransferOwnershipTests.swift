@@ -20,7 +20,7 @@ struct TransferOwnershipTests {
         let planted = Data(repeating: 0x45, count: 500)
         _ = FileManager.default.createFile(atPath: partial.path, contents: planted, attributes: [.posixPermissions: 0o666])
         #expect(chown(partial.path, 65534, 65534) == 0)
-        let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, configuration: .init { $0.dataDirectory = nil })
+        let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, configuration: .init { $0.dataDirectory = nil; $0.reachability = ManualReachability() })
         let op = engine.operation(path: "/bytes/100000").download(to: destination, resumable: true)
         await #expect { try await op.response() } throws: { ($0 as? NetworkError)?.code == .fileUnavailable }
         #expect(try Data(contentsOf: partial) == planted, "the other user's file is left as it was")
