@@ -21,7 +21,10 @@ extension CLITests {
             let partial = DownloadWriter.partialURL(for: real.appendingPathComponent("out.bin"))
             let size0 = { ((try? FileManager.default.attributesOfItem(atPath: partial.path))?[.size] as? NSNumber)?.intValue ?? 0 }
             #expect(await eventually(timeout: .seconds(30)) { size0() > 100_000 }, "the other process is writing")
-            let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, configuration: .init { $0.dataDirectory = nil })
+            let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, configuration: .init {
+                $0.dataDirectory = nil
+                $0.reachability = ManualReachability()   // no netlink watcher thread for the twelve seconds it lives
+            })
             let before = size0()
             let error = await failure(of: engine.operation(path: "/bytes/\(size / 2)").download(to: link.appendingPathComponent("out.bin")))
             #expect(error?.code == .fileUnavailable && error?.message.contains("busy") == true, "\(String(describing: error))")
