@@ -98,8 +98,8 @@ struct DownloadResumeStateMachineTests {
                  expected: .writeFromStart(record: record(etag: "\"v2\"", length: 1200, onDisk: 0), replacing: .validatorChanged)),
             Case(name: "200 with only a weak ETag: not resumable next time", status: 200, headers: [.eTag: "W/\"v2\""],
                  expected: .writeFromStart(record: nil, replacing: .validatorChanged)),
-            Case(name: "416 */N with N on disk: already complete (§15.5.17)", status: 416,
-                 headers: [.contentRange: "bytes */400"], expected: .alreadyComplete(length: 400)),
+            Case(name: "416 */400 while the record says 1000: a shorter, changed representation", status: 416,
+                 headers: [.contentRange: "bytes */400"], expected: .startOver(.rangeNotSatisfiable)),
             Case(name: "416 of another length", status: 416, headers: [.contentRange: "bytes */300"],
                  expected: .startOver(.rangeNotSatisfiable)),
             Case(name: "404: fail, keeping the partial", status: 404, headers: [:], expected: .fail(.unacceptableStatus(404))),
@@ -109,6 +109,21 @@ struct DownloadResumeStateMachineTests {
             var machine = resuming()
             #expect(machine.receivedHead(status: test.status, headers: test.headers) == test.expected, "\(test.name)")
         }
+    }
+
+    @Test func aFourSixteenIsCompleteOnlyWhenNothingContradictsTheRecord() {
+        func answer(_ headers: HTTPFields, length: Int64? = 400) -> Machine.Action {
+            var machine = resuming(from: 400, record: record(length: length))
+            return machine.receivedHead(status: 416, headers: headers)
+        }
+        #expect(answer([.contentRange: "bytes */400"]) == .alreadyComplete(length: 400), "§15.5.17: */N with N on disk")
+        #expect(answer([.contentRange: "bytes */400"], length: nil) == .alreadyComplete(length: 400), "no recorded length: the 416's")
+        #expect(answer([.contentRange: "bytes */400", .eTag: "\"v1\""]) == .alreadyComplete(length: 400))
+        #expect(answer([.contentRange: "bytes */400", .eTag: "\"v2\""]) == .startOver(.rangeNotSatisfiable), "another entity tag")
+        #expect(answer([.contentRange: "bytes */400"], length: 1000) == .startOver(.rangeNotSatisfiable), "the record says longer")
+        #expect(answer([.contentRange: "bytes */1000"], length: nil) == .startOver(.rangeNotSatisfiable))
+        #expect(answer([.contentRange: "bytes */abc"]) == .startOver(.rangeNotSatisfiable), "an unreadable Content-Range")
+        #expect(answer([:], length: nil) == .startOver(.rangeNotSatisfiable), "no length known at all")
     }
 
     @Test func aFourSixteenWithoutContentRangeTrustsTheRecordedLength() {
@@ -213,6 +228,15 @@ struct DownloadResumeStateMachineTests {
         #expect(ResumeValidators.record(url: url, headers: [.eTag: "\"x\"", .contentEncoding: "gzip"]) == nil)
         #expect(ResumeValidators.record(url: url, headers: [.eTag: "\"x\"", .contentLength: "42"])?.completeLength == 42)
         #expect(ResumeValidators.strongMatch("\"a\"", "\"a\""))
+        // §8.8.3: one opaque-tag, nothing else.
+        for notOne in ["\"a\", W/\"b\"", "\"a", "\"", "a", "\"a b\"", "\"a\"\"b\"", "W/\"a\""] {
+            #expect(!ResumeValidators.isStrong(notOne), "\(notOne)")
+        }
+        #expect(ResumeValidators.isStrong("\"\""), "the empty opaque-tag is one")
+        var combined = HTTPFields()
+        combined.append(HTTPField(name: .eTag, value: "\"a\""))
+        combined.append(HTTPField(name: .eTag, value: "W/\"b\""))
+        #expect(ResumeValidators.record(url: url, headers: combined) == nil, "two ETag fields: no single validator")
         #expect(!ResumeValidators.strongMatch("W/\"a\"", "W/\"a\""))
         #expect(Machine.unsatisfiedLength("bytes */1234") == 1234)
         #expect(Machine.unsatisfiedLength("bytes 0-1/2") == nil)

@@ -154,4 +154,65 @@ struct TransferResumeTrustTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, "as the message says")
         }
     }
+
+    // MARK: a 416 of a shorter, changed representation
+
+    @Test func a416OfAChangedRepresentationIsNotTakenAsComplete() async throws {
+        try await TransferTestSupport.withTemporaryDirectory { (folder: URL) async throws in
+            let version = NIOLockedValueBox(1)
+            let transport = FakeTransport { request in
+                if version.withLockedValue({ $0 }) == 1 {   // v1: 1000 bytes of "o", dropped after 400
+                    return FakeTransport.reply(status: 200, headers: [.eTag: "\"v1\"", .contentLength: "1000"],
+                                               data: Data(repeating: 0x6F, count: 400), parts: 4, failure: NetworkError(.connectionLost, "dropped"))
+                }
+                // v2 is 400 bytes of "n"; this server ignores If-Range and answers the range with 416.
+                if request.headers[.range] != nil {
+                    return FakeTransport.reply(status: 416, headers: [.eTag: "\"v2\"", .contentRange: "bytes */400", .contentLength: "0"], data: Data())
+                }
+                return FakeTransport.reply(status: 200, headers: [.eTag: "\"v2\"", .contentLength: "400"], data: Data(repeating: 0x6E, count: 400))
+            }
+            let engine = NetworkEngine.fake(transport)
+            let file = folder.appendingPathComponent("data.bin")
+            #expect(await failure(of: engine.operation(path: "data").download(to: file, resumable: true))?.code == .connectionLost)
+            version.withLockedValue { $0 = 2 }
+            _ = try await engine.send(engine.operation(path: "data").download(to: file, resumable: true))
+            #expect(try Data(contentsOf: file) == Data(repeating: 0x6E, count: 400), "v2, not 400 bytes of v1 passed off as complete")
+            #expect(transport.requests.map { $0.headers[.range] } == [nil, "bytes=400-", nil])
+        }
+    }
+
+    // MARK: another download holds the partial file
+
+    /// A download that finds the partial file held by another (its `flock`) leaves that download's
+    /// record alone whatever the server answers: the record is what the other resumes from after a crash.
+    @Test(arguments: [200, 206, 0])
+    func aBusyDownloadLeavesTheOthersRecord(_ status: Int) async throws {
+        try await TransferTestSupport.withTemporaryDirectory { (folder: URL) async throws in
+            let file = folder.appendingPathComponent("big.iso")
+            let store = ResumeRecordStore(destination: file)
+            let body = Data(repeating: 0x41, count: 1000)
+            let transport = FakeTransport { request in
+                if status == 206, request.headers[.range] != nil {
+                    return FakeTransport.reply(status: 206, headers: [.eTag: "\"v1\"", .contentRange: "bytes 500-999/1000"], data: Data(body.suffix(500)))
+                }
+                return FakeTransport.reply(status: 200, headers: [.eTag: "\"v1\"", .contentLength: "1000"], data: body)
+            }
+            let engine = NetworkEngine.fake(transport)
+            let url = try #require(URL(string: "https://api.example.com/big"))
+            // The other download: it holds the partial (a lock on its own descriptor) and wrote its record
+            // (status 0: a record this download cannot use, so it starts over from its first request).
+            try Data(repeating: 0x41, count: 500).write(to: store.partialURL)
+            let holder = open(store.partialURL.path, O_RDWR)
+            defer { close(holder) }
+            #expect(flock(holder, LOCK_EX | LOCK_NB) == 0)
+            let recorded = ResumeRecord(url: status == 0 ? "https://elsewhere.example/big" : url.absoluteString, entityTag: "\"v1\"",
+                                        lastModified: nil, completeLength: 1000, bytesOnDisk: 500)
+            try await store.write(recorded)
+            let error = await failure(of: engine.operation(url: url).download(to: file, resumable: true))
+            #expect(error?.code == .fileUnavailable && error?.message.contains("busy") == true, "\(String(describing: error))")
+            #expect(await store.read() == recorded, "the other download's record is intact")
+            #expect(try Data(contentsOf: store.partialURL).count == 500, "and its bytes")
+            #expect(!FileManager.default.fileExists(atPath: file.path))
+        }
+    }
 }

@@ -13,8 +13,10 @@ import HTTPTypes
 ///   length, no content coding intervenes, and the 206's validators are the recorded ones
 ///   (``ResumeValidators/partialMatches(_:_:)``: a server that ignores `If-Range` may send a range of a
 ///   changed representation); otherwise start over, never splicing two representations.
-/// - **416** (§15.5.17): the partial is already complete when `Content-Range: bytes */L` has L = N (or,
-///   without it, when the recorded complete length is N); otherwise start over.
+/// - **416** (§15.5.17): the partial is already complete when the lengths known (`Content-Range:
+///   bytes */L`, the recorded complete length) are all N, at least one is known, and the 416's
+///   validators are the recorded ones (a server that ignores `If-Range` answers a shorter, changed
+///   representation with 416 too); otherwise start over.
 /// - any other status: fail, keeping the partial for a later attempt.
 ///
 /// "Start over" means: delete the partial file and the record, and send the request again without
@@ -179,8 +181,15 @@ struct DownloadResumeStateMachine: Sendable {
             return .append(record: record)
         case 416:
             guard offset > 0, let record else { return fail(.unexpectedStatus(416)) }
-            let complete = headers[values: .contentRange].count == 1 ? Self.unsatisfiedLength(headers[values: .contentRange][0]) : nil
-            if complete == offset || (headers[.contentRange] == nil && record.completeLength == offset) {
+            // A server that ignores `If-Range` answers a changed (shorter) representation with 416 too:
+            // the bytes on disk are complete only when nothing contradicts the record. Every length
+            // known (the recorded one, the 416's) is the bytes on disk, at least one is known, and the
+            // 416's validators, when it has any, are the recorded ones.
+            let ranges = headers[values: .contentRange]
+            let stated = ranges.count == 1 ? Self.unsatisfiedLength(ranges[0]) : nil
+            let lengths = [record.completeLength, stated].compactMap { $0 }
+            let readable = ranges.isEmpty || stated != nil
+            if readable, !lengths.isEmpty, lengths.allSatisfy({ $0 == offset }), ResumeValidators.partialMatches(record, headers) {
                 state = .done
                 return .alreadyComplete(length: offset)
             }

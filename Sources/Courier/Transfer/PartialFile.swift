@@ -106,17 +106,39 @@ struct PartialFile: Sendable {
     }
 
     /// Blocking: removes the partial file at `path` unless another download holds it (or it is not a
-    /// regular file: a link planted there is not followed and is left for whoever made it).
-    /// - Returns: `false` when it was held by someone else.
+    /// regular file: a link planted there is not followed and is left for whoever made it), and with it
+    /// the resume record at `record`, removed under the same lock (no writer takes the partial and
+    /// writes its record in between).
+    /// - Returns: `false` when it was held by someone else (both stay).
     @discardableResult
-    static func remove(at path: String) -> Bool {
+    static func remove(at path: String, record: String? = nil) -> Bool {
         let descriptor = Glue.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0)
-        guard descriptor >= 0 else { return true }
+        guard descriptor >= 0 else {
+            if let record { unlink(record) }
+            return true
+        }
         defer { _ = Glue.close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return true }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
-        if names(descriptor, path) { unlink(path) }
+        if fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
+            if names(descriptor, path) { unlink(path) }
+        }
+        if let record { unlink(record) }
+        return true
+    }
+
+    /// Blocking: removes the resume record at `record` unless another download holds the partial file
+    /// at `partial` (it owns the record then), under the partial's lock like ``remove(at:record:)``.
+    /// - Returns: `false` when the partial was held by someone else (the record stays).
+    @discardableResult
+    static func removeRecord(at record: String, besides partial: String) -> Bool {
+        let descriptor = Glue.open(partial, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0)
+        defer { if descriptor >= 0 { _ = Glue.close(descriptor) } }
+        var info = stat()
+        if descriptor >= 0, fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            return false
+        }
+        unlink(record)
         return true
     }
 

@@ -34,9 +34,13 @@ struct ResumeRecord: Codable, Sendable, Hashable {
 
 /// Validator rules of RFC 9110 §8.8 used by the resume logic.
 enum ResumeValidators {
-    /// Whether an entity tag is strong: not `W/`-prefixed (§8.8.3).
+    /// Whether an entity tag is strong (§8.8.3): one `opaque-tag`, `"` then `etagc` characters (`!`,
+    /// `#`-`~`, obs-text) then `"`, with no `W/`. A combined field (`"a", W/"b"`, two `ETag` fields
+    /// joined) or an unterminated `"a` is not an entity tag at all, so not a strong one.
     static func isStrong(_ entityTag: String) -> Bool {
-        !entityTag.hasPrefix("W/") && entityTag.hasPrefix("\"")
+        let bytes = Array(entityTag.utf8)
+        guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return false }
+        return bytes.dropFirst().dropLast().allSatisfy { $0 == 0x21 || (0x23...0x7E).contains($0) || $0 >= 0x80 }
     }
 
     /// Strong comparison (§8.8.3.2): both strong and the same characters.

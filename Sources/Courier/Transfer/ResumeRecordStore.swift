@@ -100,17 +100,19 @@ struct ResumeRecordStore: Sendable {
         if let failure { throw NetworkError(.fileUnavailable, "the resume record \(target) could not be written: \(failure)") }
     }
 
-    /// Removes the record (after a completed download, or when starting over).
+    /// Removes the record (after a completed download, or when starting over), unless another download
+    /// (of this process or another) holds the partial file: the record is then that download's, which
+    /// it resumes from after a crash. Never call it holding the partial file yourself.
     func removeRecord() async {
-        let path = recordURL.path
-        _ = try? await NIOThreadPool.singleton.runIfActive { _ = unlink(path) }
+        let (partial, record) = (partialURL.path, recordURL.path)
+        _ = try? await NIOThreadPool.singleton.runIfActive { PartialFile.removeRecord(at: record, besides: partial) }
     }
 
     /// Removes the partial file and its record, unless another download (of this process or another)
     /// holds the partial file: then both stay (``PartialFile/remove(at:)``).
     func removePartial() async {
         let (partial, record) = (partialURL.path, recordURL.path)
-        _ = try? await NIOThreadPool.singleton.runIfActive { if PartialFile.remove(at: partial) { _ = unlink(record) } }
+        _ = try? await NIOThreadPool.singleton.runIfActive { PartialFile.remove(at: partial, record: record) }
     }
 
     /// Removes what a download to `destinations` keeps to resume: every destination's partial file and

@@ -30,8 +30,7 @@ extension RequestExecutor {
                 driver.offset = offset
                 for field in fields { extra[field.name] = field.value }
             default:
-                await store.removePartial()
-                await store.removeRecord()
+                await store.removePartial()   // and its record, unless another download holds them
             }
             return (driver, extra)
         }
@@ -80,7 +79,6 @@ extension RequestExecutor {
             case .startOver:
                 try await discardBody(of: response)
                 await driver.store.removePartial()
-                await driver.store.removeRecord()
                 driver.offset = 0
                 resume = driver
                 return .startOver
@@ -201,7 +199,6 @@ extension RequestExecutor {
         } else {
             await writer?.abandon(keep: false)
             await driver.store.removePartial()
-            await driver.store.removeRecord()
         }
     }
 }
