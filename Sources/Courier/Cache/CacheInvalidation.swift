@@ -19,14 +19,14 @@ enum CacheInvalidation {
     ) -> [String] {
         guard !isSafe(method), (200...399).contains(status.code),
             let requestKey = CacheURLKey.key(for: requestURL),
-            let requestOrigin = CacheURLKey.origin(of: requestURL)
+            let requestOrigin = Origin(requestURL)
         else { return [] }
         var keys = [requestKey]
         for name in [HTTPField.Name.location, .contentLocation] {
             guard let value = responseHeaders[values: name].first,
                 case let reference = CacheHeaderSyntax.trimmingOWS(Substring(value)), !reference.isEmpty,
                 let resolved = URL(string: String(reference), relativeTo: requestURL)?.absoluteURL,
-                CacheURLKey.origin(of: resolved) == requestOrigin,
+                Origin(resolved) == requestOrigin,
                 let key = CacheURLKey.key(for: resolved), !keys.contains(key)
             else { continue }
             keys.append(key)

@@ -96,7 +96,7 @@ extension NetworkOperation {
             prepared.reportsInformational = !storage.handlers.informational.isEmpty
             prepared.isMonitored = context.monitors != nil
             prepared.interceptors = InterceptorChain(
-                interceptors: context.configuration.pipeline + storage.interceptors, isReplay: storage.isReplay,
+                interceptors: context.configuration.pipeline(adding: storage.interceptors), isReplay: storage.isReplay,
                 engineOrigin: context.connectivity.origin,
                 freezesWhenOffline: storage.isFreezable && !storage.isReplay && context.connectivity.dataDirectory != nil)
             storage.prepared = prepared
@@ -130,7 +130,7 @@ extension NetworkOperation {
             guard let headers = storage.sentHeaders, let names = storage.sentSensitiveNames else {
                 // Not sent (answered by the cache): judged on what it would send. Interceptors and a
                 // credential provider may add credentials; assume they would.
-                if context.configuration.credentialProvider != nil || !context.configuration.pipeline.isEmpty
+                if context.configuration.credentialProvider != nil || context.configuration.hasPipeline
                     || !storage.interceptors.isEmpty
                 {
                     return true
@@ -187,7 +187,7 @@ extension NetworkOperation {
             group: context.connectivity.group,
             transport: type(of: transport) is AnyClass ? .object(ObjectIdentifier(transport as AnyObject)) : .engine(context.engineID),
             credentialsOf: context.configuration.credentialProvider == nil ? nil : context.engineID,
-            interceptorsOf: context.configuration.pipeline.isEmpty ? nil : context.engineID,
+            interceptorsOf: context.configuration.hasPipeline ? context.engineID : nil,
             monitorsOf: context.monitors == nil ? nil : context.engineID)
         return CoalescingKey(request: preparedRequest(), uniqueIdentifier: uniqueIdentifier, runner: runner, download: download)
     }

@@ -34,9 +34,7 @@ struct OutboxRecord: Sendable {
 
     /// The origin an engine replays: `scheme://host:port`, lowercased.
     static func origin(of url: URL) -> String {
-        let scheme = url.scheme?.lowercased() ?? "http"
-        let port = url.port ?? (scheme == "https" ? 443 : 80)
-        return "\(scheme)://\(url.host?.lowercased() ?? ""):\(port)"
+        Origin(url)?.description ?? "http://:80"
     }
 
     var entry: OutboxEntry {

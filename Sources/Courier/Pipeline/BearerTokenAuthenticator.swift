@@ -9,9 +9,16 @@ import NIOConcurrencyHelpers
 /// again with the new token. A refresh that fails fails them all with one
 /// ``NetworkError/Code/authenticationFailed`` error (its ``NetworkError/underlying`` is what the
 /// refresh threw), and so do requests refused with the same token in the 10 seconds after it (a burst
-/// causes one refresh, not one per wave); a later refusal tries again. An operation refreshes at most once: refused again with the new token, it fails,
-/// never loops. The token is added only to requests for the origin the operation asked for, never
-/// after a redirect to another one.
+/// causes one refresh, not one per wave); a later refusal tries again. An operation refreshes at most
+/// once: refused again with the new token, it fails, never loops.
+///
+/// The token goes only to the engine's origin, and only on a chain that never left it
+/// (``InterceptorContext/isCrossOrigin``): not to an absolute URL elsewhere, not after a redirect away,
+/// not after a redirect from elsewhere back to the engine's host. Only a 401 from the engine's origin to
+/// a request that carried one of this authenticator's tokens (or none, before the first token) is
+/// refreshed or retried: a CDN's 401, or a 401 to the app's own `Authorization` for a partner, is left
+/// alone. A refresh that does not return within `refreshTimeout` fails like a refresh that threw; the
+/// operation's total timeout and its cancellation end the wait for it sooner.
 ///
 /// ```swift
 /// let auth = BearerTokenAuthenticator(token: keychain.accessToken) { refused in
@@ -37,14 +44,19 @@ public final class BearerTokenAuthenticator: RequestInterceptor {
 
     private let state: NIOLockedValueBox<State>
     private let refresh: Refresh
+    /// How long a refresh may take before it counts as failed.
+    public let refreshTimeout: Duration
 
     /// Creates an authenticator.
     /// - Parameters:
     ///   - token: The token to start with; `nil` sends no `Authorization` until the first refresh (made
     ///     when a request is refused).
+    ///   - refreshTimeout: How long a refresh may take before it counts as failed (the requests waiting
+    ///     for it fail with ``NetworkError/Code/authenticationFailed``); 30 seconds by default.
     ///   - refresh: Gets a new token.
-    public init(token: String?, refresh: @escaping Refresh) {
+    public init(token: String?, refreshTimeout: Duration = .seconds(30), refresh: @escaping Refresh) {
         state = NIOLockedValueBox(State(machine: TokenRefreshStateMachine(token: token)))
+        self.refreshTimeout = refreshTimeout
         self.refresh = refresh
     }
 
@@ -78,10 +90,19 @@ public final class BearerTokenAuthenticator: RequestInterceptor {
         await retry(request, after: failure, attempt: attempt, elapsed: .zero)
     }
 
-    /// On a 401 to a request that carried a token of this authenticator (or none, for an origin it
-    /// serves): retries with a newer token, refreshing it first when nobody has yet.
+    /// ``retry(_:after:context:)`` for a request taken to be for the engine's origin.
     public func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int, elapsed: Duration) async -> RetryDecision {
-        guard failure.response?.statusCode == 401 else { return .doNotRetry }
+        let url = failure.response?.url ?? request.url ?? URL(fileURLWithPath: "/")
+        var context = InterceptorContext(attempt: attempt, originalURL: url)
+        context.elapsed = elapsed
+        return await retry(request, after: failure, context: context)
+    }
+
+    /// On a 401 from the engine's origin to a request that carried a token of this authenticator (or
+    /// none, before the first token): retries with a newer token, refreshing it first when nobody has yet.
+    public func retry(_ request: HTTPRequest, after failure: NetworkError, context: InterceptorContext) async -> RetryDecision {
+        guard failure.response?.statusCode == 401, !context.isCrossOrigin else { return .doNotRetry }
+        let elapsed = context.elapsed
         let sent = Self.bearerToken(in: request)
         // A request that went without the token while there is one was not this authenticator's (another
         // origin, after a redirect or an absolute URL): its 401 is not about the token.
@@ -102,11 +123,13 @@ public final class BearerTokenAuthenticator: RequestInterceptor {
                 return (decision, state.refresh)
             case .join:
                 return (decision, state.refresh)
-            case .retryNow, .fail:
+            case .retryNow, .fail, .notOurs:
                 return (decision, nil)
             }
         }
         switch decision {
+        case .notOurs:
+            return .doNotRetry
         case .retryNow:
             return .retry(after: .zero)
         case .fail(.freshTokenRefused):
@@ -127,8 +150,17 @@ public final class BearerTokenAuthenticator: RequestInterceptor {
 
     /// Runs the app's refresh and records its outcome in the state machine.
     private func runRefresh(refused: String?, url: String?) async throws -> String {
+        let refresh = self.refresh
+        let outcome = await BoundedWait<Result<String, any Error>>.run(until: .now + refreshTimeout) {
+            do { return .success(try await refresh(refused)) } catch { return .failure(error) }
+        }
         do {
-            let token = try await refresh(refused)
+            let token: String
+            switch outcome {
+            case .value(let result): token = try result.get()
+            case .timedOut: throw NetworkError(.timeout, "the token refresh did not return within \(refreshTimeout)", url: url)
+            case .cancelled: throw NetworkError.cancelled(url: url)
+            }
             state.withLockedValue { $0.machine.refreshSucceeded(token, at: .now) }
             return token
         } catch {

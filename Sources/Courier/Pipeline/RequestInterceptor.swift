@@ -12,7 +12,7 @@ public import HTTPTypes
 ///   redirect hop and each replay from the outbox. Interceptors run in order, each seeing the previous
 ///   one's result. A throwing adapter fails the operation with a ``NetworkError`` (its own, or
 ///   ``NetworkError/Code/interceptorFailed`` wrapping what it threw); nothing is sent.
-/// - ``retry(_:after:attempt:)`` when an attempt failed: a transport error (connection refused, lost,
+/// - ``retry(_:after:context:)`` when an attempt failed: a transport error (connection refused, lost,
 ///   timed out) or a response with a status of 400 or more, even one the engine accepts (a 401 reaches
 ///   the authenticators whatever the app does with statuses). The first interceptor that does
 ///   not answer ``RetryDecision/doNotRetry`` decides. A retried operation waits outside the queue's
@@ -55,6 +55,21 @@ public protocol RequestInterceptor: Sendable {
     /// total time limit. This is what the pipeline calls; by default it calls ``retry(_:after:attempt:)``.
     func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int, elapsed: Duration) async -> RetryDecision
 
+    /// ``retry(_:after:attempt:elapsed:)`` with where the request stood: this is what the pipeline
+    /// calls; by default it calls ``retry(_:after:attempt:elapsed:)``. `context.url` is the URL that
+    /// failed, `context.isCrossOrigin` says whether the request (or its chain) was outside the
+    /// engine's origin, `context.elapsed` the time since the first attempt began.
+    ///
+    /// The pipeline bounds the decision: when the engine's total timeout (counted from the start of the
+    /// attempt that failed) runs out, or the operation is cancelled, while an interceptor decides (a
+    /// token refresh that does not return), the operation fails with ``NetworkError/Code/timeout`` or
+    /// ``NetworkError/Code/cancelled`` at once.
+    ///
+    /// Whatever interceptors decide, a redirect chain that changed the method (a `POST` answered `303`)
+    /// is retried only when the original request may be repeated: an idempotent method (RFC 9110
+    /// §9.2.2) or an `Idempotency-Key` field. A retry sends the original request again, not the last hop.
+    func retry(_ request: HTTPRequest, after failure: NetworkError, context: InterceptorContext) async -> RetryDecision
+
     /// Sees the head of every response, redirects and refusals included, before anything else is done
     /// with it (a cookie jar stores `Set-Cookie` here). Interim (1xx) responses are not included.
     /// - Parameters:
@@ -90,6 +105,11 @@ extension RequestInterceptor {
     /// Calls ``retry(_:after:attempt:)``.
     public func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int, elapsed: Duration) async -> RetryDecision {
         await retry(request, after: failure, attempt: attempt)
+    }
+
+    /// Calls ``retry(_:after:attempt:elapsed:)`` with the context's attempt and elapsed time.
+    public func retry(_ request: HTTPRequest, after failure: NetworkError, context: InterceptorContext) async -> RetryDecision {
+        await retry(request, after: failure, attempt: context.attempt, elapsed: context.elapsed)
     }
 }
 
@@ -128,21 +148,30 @@ public struct InterceptorContext: Sendable {
         self.isReplay = isReplay
     }
 
-    /// Whether the request goes to another origin (scheme, host or port) than its engine's: an absolute
-    /// URL elsewhere (a CDN link) or a redirect away. (For an engine without a host of its own, another
-    /// origin than the operation's URL.) Credentials for the engine's host must not be added then; the
-    /// authenticators that come with Courier add nothing to such a request.
+    /// Whether the request is outside its engine's origin (scheme, host and port), or its chain passed
+    /// through another origin: an absolute URL elsewhere (a CDN link), a redirect away, a redirect back
+    /// from elsewhere (a foreign origin that redirects to the API must not make an authenticated request
+    /// there), or an earlier interceptor that rewrote the URL to another host. (For an engine without a
+    /// host of its own, the operation's URL is the origin.) Credentials for the engine's host must not
+    /// be added then; the authenticators that come with Courier add nothing to such a request, and a
+    /// 401 from such a request starts no token refresh.
     public var isCrossOrigin: Bool {
-        if let engineOrigin { return OutboxRecord.origin(of: url) != engineOrigin }
-        return !Self.sameOrigin(url, originalURL)
+        if let crossOrigin { return crossOrigin }
+        return Self.crossOrigin(url: url, originalURL: originalURL, visited: [], engineOrigin: engineOrigin)
     }
 
-    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
-        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
-            && effectivePort(a) == effectivePort(b)
-    }
+    /// Time since the first attempt began (``retry(_:after:context:)``; zero while adapting).
+    public var elapsed: Duration = .zero
 
-    private static func effectivePort(_ url: URL) -> Int? {
-        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : url.scheme?.lowercased() == "http" ? 80 : nil)
+    /// Set by the pipeline, which knows the whole chain (``crossOrigin(url:originalURL:visited:engineOrigin:)``).
+    var crossOrigin: Bool?
+
+    /// The chain rule: `url`, the original URL and every URL `visited` before it (redirect hops) all
+    /// have the engine's origin (or the original URL's, for an engine without one).
+    static func crossOrigin(url: URL, originalURL: URL, visited: [URL], engineOrigin: String?) -> Bool {
+        guard let home = engineOrigin ?? Origin(originalURL)?.description else { return true }
+        if Origin(url)?.description != home { return true }
+        if url != originalURL, Origin(originalURL)?.description != home { return true }
+        return visited.contains { $0 != url && Origin($0)?.description != home }
     }
 }

@@ -30,6 +30,12 @@ public struct RetryPolicy: RequestInterceptor {
     public var retryableStatusCodes: Set<Int>
     /// The error codes worth retrying.
     public var retryableErrorCodes: Set<NetworkError.Code>
+    /// GET, HEAD, OPTIONS, PUT, DELETE and TRACE: the idempotent methods of RFC 9110 §9.2.2.
+    public static let defaultIdempotentMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .put, .delete, .trace]
+
+    /// `Idempotency-Key`: a request that carries it may be sent again whatever its method.
+    static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+
     /// The methods retried without an `Idempotency-Key`.
     public var idempotentMethods: Set<HTTPRequest.Method>
     /// The random numbers in `0..<1` the jitter uses (injectable for tests).
@@ -52,7 +58,7 @@ public struct RetryPolicy: RequestInterceptor {
         maximumRetryAfter: Duration = .seconds(60),
         retryableStatusCodes: Set<Int> = [408, 429, 500, 502, 503, 504],
         retryableErrorCodes: Set<NetworkError.Code> = [.cannotConnect, .connectionLost, .timeout],
-        idempotentMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .put, .delete, .trace]
+        idempotentMethods: Set<HTTPRequest.Method> = RetryPolicy.defaultIdempotentMethods
     ) {
         self.init(
             maximumAttempts: maximumAttempts, maximumTotalTime: maximumTotalTime, backoff: backoff,
@@ -102,7 +108,7 @@ public struct RetryPolicy: RequestInterceptor {
 
     /// Whether sending the request twice is harmless.
     func isRepeatable(_ request: HTTPRequest) -> Bool {
-        idempotentMethods.contains(request.method) || request.headerFields[HTTPField.Name("Idempotency-Key")!] != nil
+        idempotentMethods.contains(request.method) || request.headerFields[Self.idempotencyKey] != nil
     }
 
     /// Whether another attempt could end otherwise.

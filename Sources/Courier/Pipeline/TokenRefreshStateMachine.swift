@@ -10,7 +10,9 @@
 /// - a failed refresh fails every request waiting for it with one error, and every request refused
 ///   with the same token that began before the failure or is refused within ``failureHold`` after it:
 ///   a burst of requests causes one refresh, failed or not. A later refusal may refresh again (the
-///   failure may have been passing); ``setToken(_:)`` clears it.
+///   failure may have been passing); ``setToken(_:)`` clears it;
+/// - a 401 to a request that carried a token this authenticator never gave (the app's own
+///   `Authorization` for a partner, a header set by hand) is not its business: no refresh, no retry.
 struct TokenRefreshStateMachine {
     enum Refused: Equatable {
         /// Send again now, with the current token.
@@ -19,6 +21,8 @@ struct TokenRefreshStateMachine {
         case startRefresh
         /// A refresh is running: wait for it.
         case join
+        /// The request carried a token this authenticator never gave: leave the 401 to others.
+        case notOurs
         /// Give up with this error.
         case fail(FailureReason)
     }
@@ -47,6 +51,7 @@ struct TokenRefreshStateMachine {
 
     /// The app set a token itself (after a login): it replaces whatever was there.
     mutating func setToken(_ token: String?) {
+        remember(self.token)
         self.token = token
         obtainedAt = nil
         failed = nil
@@ -55,6 +60,7 @@ struct TokenRefreshStateMachine {
     /// A request sent with `sent` was refused (401) at `now`; its operation's first attempt began at
     /// `startedAt`.
     mutating func refused(sent: String?, startedAt: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Refused {
+        if let sent, sent != token, !previous.contains(sent) { return .notOurs }
         if isRefreshing { return .join }
         if sent != token { return .retryNow }
         if let obtainedAt, obtainedAt >= startedAt { return .fail(.freshTokenRefused) }
@@ -66,6 +72,7 @@ struct TokenRefreshStateMachine {
     /// The refresh gave a new token.
     mutating func refreshSucceeded(_ newToken: String, at now: ContinuousClock.Instant) {
         isRefreshing = false
+        remember(token)
         token = newToken
         obtainedAt = now
         failed = nil
@@ -75,5 +82,19 @@ struct TokenRefreshStateMachine {
     mutating func refreshFailed(at now: ContinuousClock.Instant) {
         isRefreshing = false
         failed = (token, now)
+    }
+
+    /// Tokens this authenticator gave before the current one, newest last: a request refused with one
+    /// of them was sent before a refresh and is retried with the current token.
+    private(set) var previous: [String] = []
+
+    /// How many earlier tokens are remembered.
+    static let rememberedTokens = 8
+
+    private mutating func remember(_ old: String?) {
+        guard let old else { return }
+        previous.removeAll { $0 == old }
+        previous.append(old)
+        if previous.count > Self.rememberedTokens { previous.removeFirst() }
     }
 }

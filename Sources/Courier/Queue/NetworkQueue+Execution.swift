@@ -197,19 +197,20 @@ extension NetworkQueue {
                 "courier-subscribers": "\(subscribers)",
             ])
         }
-        let lastSent = NIOLockedValueBox<PreparedRequest?>(nil)
+        // The first and the last request of the attempt as sent: a retry repeats the first, is asked about the last.
+        let sentHops = NIOLockedValueBox<(first: PreparedRequest?, last: PreparedRequest?)>((nil, nil))
         var sink = RequestExecutor.ProgressSink(
             upload: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidSendBody(progress) } },
             download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } },
             informational: { [self] status, headers in
                 forEachSubscriber(of: flight) { $0.queueDidReceiveInformational(InformationalResponse(status: status, headers: headers)) }
             },
-            sending: { sent in lastSent.withLockedValue { $0 = sent } }
+            sending: { sent in sentHops.withLockedValue { $0 = ($0.first ?? sent, sent) } }
         )
         if request.isMonitored {
             // Only for engines with event monitors: each hop's request, head and redirect, to every subscriber.
             sink.sending = { [self] sent in
-                lastSent.withLockedValue { $0 = sent }
+                sentHops.withLockedValue { $0 = ($0.first ?? sent, sent) }
                 forEachSubscriber(of: flight) { $0.queueDidStartRequest(sent) }
             }
             sink.head = { [self] status, headers in
@@ -234,6 +235,7 @@ extension NetworkQueue {
             }
         }
         let work: @Sendable () async -> Void = { [self, logger] in
+            let startedAt: ContinuousClock.Instant? = request.totalTimeout == nil ? nil : .now
             let result = await executor.run(request, progress: progress, whileHoldingFiles: copyToOthers)
             switch result {
             case .success(let response):
@@ -247,12 +249,15 @@ extension NetworkQueue {
                 request.bodySource?.isReplayable ?? true,
                 let failure = Self.retryableFailure(result)
             {
-                let sent = lastSent.withLockedValue { $0 } ?? request
-                await retryOrFinish(flight, request: request, sent: sent, result: result, failure: failure, logger: logger)
+                let hops = sentHops.withLockedValue { $0 }
+                let deadline = startedAt.flatMap { start in request.totalTimeout.map { start + $0 } }
+                await retryOrFinish(
+                    flight, request: request, original: hops.first ?? request, sent: hops.last ?? request, result: result, failure: failure,
+                    deadline: deadline, logger: logger)
                 return
             }
             var sent = request
-            sent.adaptedHeaders = request.interceptors.isEmpty ? nil : lastSent.withLockedValue { $0 }?.headers
+            sent.adaptedHeaders = request.interceptors.isEmpty ? nil : sentHops.withLockedValue { $0.last }?.headers
             flightFinished(flight, result: result, sent: sent, copies: copies.withLockedValue { $0 })
         }
         handle.attach(Task(operation: work))
@@ -276,8 +281,8 @@ extension NetworkQueue {
     /// A failed attempt of a flight with interceptors: the flight gives up its slot while they decide and
     /// while it waits, then takes its old place in line; or its subscribers hear the outcome.
     private func retryOrFinish(
-        _ flight: FlightID, request: PreparedRequest, sent: PreparedRequest, result: Result<NetworkResponse, NetworkError>,
-        failure: NetworkError, logger: Logger
+        _ flight: FlightID, request: PreparedRequest, original: PreparedRequest, sent: PreparedRequest,
+        result: Result<NetworkResponse, NetworkError>, failure: NetworkError, deadline: ContinuousClock.Instant?, logger: Logger
     ) async {
         let suspended = state.withLockedValue { state -> Effects? in
             guard let action = state.machine.suspendFlight(flight) else { return nil }
@@ -292,7 +297,9 @@ extension NetworkQueue {
         perform(suspended, result: nil)
         var outcome = result
         let elapsed = ContinuousClock.now - (request.firstAttemptAt ?? .now)
-        switch await request.interceptors.retryDecision(for: sent, after: failure, attempt: request.attempt, elapsed: elapsed) {
+        let decision = await request.interceptors.retryDecision(
+            original: original, sent: sent, after: failure, attempt: request.attempt, elapsed: elapsed, deadline: deadline)
+        switch decision {
         case .doNotRetry:
             break
         case .fail(let error):

@@ -21,6 +21,9 @@ struct RedirectStateMachine {
         self.originalURL = request.url
     }
 
+    /// The URLs of the hops before ``current``, in order (the original URL first, once a redirect was followed).
+    var visited: [URL] { chain.isEmpty ? [] : chain.map(\.url) }
+
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
     /// The response head for ``current`` arrived.
@@ -63,7 +66,7 @@ struct RedirectStateMachine {
             }
         }
         next.headers[HTTPField.Name("Host")!] = nil
-        if !Self.isSameOrigin(from, target) {
+        if !Origin.same(from, target) {
             // Credentials never go to another origin: the standard ones, the engine's sensitive names and
             // whatever the credential provider added.
             next.headers = SensitiveHeaders.removed(CredentialFields.names.union(current.sensitiveNames), from: next.headers)
@@ -85,14 +88,5 @@ struct RedirectStateMachine {
         current.headers[.range] = nil
         current.headers[.ifRange] = nil
         current.cacheCompletion = nil
-    }
-
-    static func isSameOrigin(_ a: URL, _ b: URL) -> Bool {
-        a.scheme?.lowercased() == b.scheme?.lowercased() && a.host?.lowercased() == b.host?.lowercased()
-            && effectivePort(a) == effectivePort(b)
-    }
-
-    private static func effectivePort(_ url: URL) -> Int? {
-        url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
     }
 }

@@ -102,7 +102,7 @@ struct RequestExecutor: Sendable {
                 // The interceptors adapt each hop; the redirect machine goes on from the request as composed,
                 // so what they add is added again (or not, across origins) on the next hop.
                 let sent = try await request.interceptors.adapt(
-                    current, attempt: request.attempt, redirectCount: redirects.chain.count, originalURL: redirects.originalURL)
+                    current, attempt: request.attempt, visited: redirects.visited, originalURL: redirects.originalURL)
                 try Task.checkCancellation()
                 progress.sending(sent)
                 let wire = try await transportRequest(for: sent, deadline: deadline, progress: progress)
@@ -111,7 +111,7 @@ struct RequestExecutor: Sendable {
                 progress.head(response.status, response.headers)
                 await request.interceptors.didReceive(
                     status: response.status, headers: response.headers, for: sent, attempt: request.attempt,
-                    redirectCount: redirects.chain.count, originalURL: redirects.originalURL)
+                    visited: redirects.visited, originalURL: redirects.originalURL)
                 if let completion = current.cacheCompletion, completion.mustResendWhole(status: response.status.code, headers: response.headers) {
                     // The cache asked for the bytes its stored part lacks and got something else: ask for everything.
                     try await discardBody(of: response)

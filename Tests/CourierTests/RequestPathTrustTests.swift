@@ -1,0 +1,257 @@
+import CourierTestServer
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import Testing
+@testable import Courier
+
+/// Tier 3: the request path's trust defects of issue 24, each the measured scenario through the public
+/// API against origins on 127.0.0.1 (two servers: two origins). Redirects, retries and authentication
+/// decide about the chain and the request that would be repeated, not the last hop.
+@Suite("Request path: redirects, retries and credentials")
+struct RequestPathTrustTests {
+    private static let quickRetries = RetryPolicy(maximumAttempts: 3, backoff: RetryBackoff(base: .milliseconds(5), maximum: .milliseconds(10)))
+
+    private static func engine(_ server: TestServer, _ configure: (inout NetworkEngine.Configuration) -> Void) -> NetworkEngine {
+        var configuration = NetworkEngine.Configuration()
+        configuration.reachability = ManualReachability()
+        configuration.dataDirectory = nil
+        configuration.callbackQueue = DispatchQueue(label: "test.request-path")
+        configure(&configuration)
+        return NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, configuration: configuration, queue: NetworkQueue())
+    }
+
+    private static func withServers<T>(_ body: (TestServer, TestServer) async throws -> T) async throws -> T {
+        let (api, other) = (try await TestServer.start(), try await TestServer.start())
+        defer { Task { try? await api.shutdown(); try? await other.shutdown() } }
+        return try await body(api, other)
+    }
+
+    private static func query(_ value: String) -> String {
+        value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? value
+    }
+
+    // MARK: 1. a POST answered 303 is not repeated by a retry of the GET
+
+    @Test(arguments: [false, true])
+    func aPostRedirectedBy303IsNotRepeated(withIdempotencyKey: Bool) async throws {
+        try await Self.withServers { api, _ in
+            let engine = Self.engine(api) { $0.interceptors = [Self.quickRetries] }
+            let operation = engine.operation(url: api.url("/redirect-to?url=\(Self.query("/status/503"))&status=303"), method: .post, body: .json(["item": 1]))
+            if withIdempotencyKey { operation.setHeader("order-1", forName: "Idempotency-Key") }
+            #expect(await failure(of: operation)?.response?.statusCode == 503)
+            let posts = api.recordedRequests.filter { $0.method == "POST" }.count
+            let gets = api.recordedRequests.filter { $0.method == "GET" }.count
+            if withIdempotencyKey {
+                #expect(posts == 3 && gets == 3, "a keyed POST may be repeated: \(posts) POSTs, \(gets) GETs")
+            } else {
+                #expect(posts == 1, "the POST was sent \(posts) times")
+                #expect(gets == 1)
+            }
+        }
+    }
+
+    @Test func aBearerRefreshAfterA303DoesNotRepeatThePost() async throws {
+        try await Self.withServers { api, _ in
+            let auth = BearerTokenAuthenticator(token: "old") { _ in "new" }
+            let engine = Self.engine(api) { $0.interceptors = [auth] }
+            let operation = engine.operation(url: api.url("/redirect-to?url=\(Self.query("/status/401"))&status=303"), method: .post, body: .json(["item": 1]))
+            #expect(await failure(of: operation)?.response?.statusCode == 401)
+            #expect(api.recordedRequests.filter { $0.method == "POST" }.count == 1)
+        }
+    }
+
+    // MARK: 2. a chain that starts at another origin never carries the engine's credentials
+
+    @Test(arguments: ["bearer", "basic"])
+    func aForeignRedirectToTheAPIGetsNoCredentials(_ kind: String) async throws {
+        try await Self.withServers { api, other in
+            let interceptor: any RequestInterceptor = kind == "bearer"
+                ? BearerTokenAuthenticator(token: "secret-token") { _ in "secret-token-2" }
+                : BasicAuthenticator(user: "ada", password: "secret")
+            let engine = Self.engine(api) { $0.interceptors = [interceptor] }
+            let target = api.url("/anything/orders")
+            let operation = engine.operation(
+                url: other.url("/redirect-to?url=\(Self.query(target))&status=307"), method: .post, body: .json(["transfer": 100]))
+            let response = try await engine.send(operation)
+            #expect(response.statusCode == 200)
+            let arrived = try #require(api.recordedRequests.first { $0.path == "/anything/orders" })
+            #expect(arrived.method == "POST")
+            #expect(arrived.header("Authorization") == nil, "the API got \(arrived.header("Authorization") ?? "") from a chain that began elsewhere")
+            #expect(other.recordedRequests.allSatisfy { $0.header("Authorization") == nil })
+            // The engine's own requests still carry them.
+            _ = try await engine.send(engine.operation(path: "/anything/me"))
+            #expect(api.recordedRequests.last?.header("Authorization") != nil)
+        }
+    }
+
+    @Test func aChainThatLeftTheOriginGetsNoCredentialsWhenItComesBack() async throws {
+        try await Self.withServers { api, other in
+            let engine = Self.engine(api) { $0.interceptors = [BearerTokenAuthenticator(token: "secret-token") { _ in "x" }] }
+            let back = api.url("/anything/back")
+            let away = other.url("/redirect-to?url=\(Self.query(back))&status=302")
+            _ = try await engine.send(engine.operation(url: api.url("/redirect-to?url=\(Self.query(away))&status=302")))
+            #expect(api.recordedRequests.first?.header("Authorization") == "Bearer secret-token", "the first hop is the engine's")
+            #expect(other.recordedRequests.first?.header("Authorization") == nil)
+            let returned = try #require(api.recordedRequests.first { $0.path == "/anything/back" })
+            #expect(returned.header("Authorization") == nil)
+        }
+    }
+
+    // MARK: 3. an interceptor that rewrites the URL to another host
+
+    struct Rewrite: RequestInterceptor {
+        let to: URL
+        func adapt(_ request: HTTPRequest, context: InterceptorContext) async throws -> HTTPRequest {
+            var request = request
+            request.url = to
+            return request
+        }
+    }
+
+    struct SeenURLs: RequestInterceptor {
+        let seen: NIOLockedValueBox<[String]>
+        func adapt(_ request: HTTPRequest, context: InterceptorContext) async throws -> HTTPRequest {
+            seen.withLockedValue { $0.append("\(context.url.absoluteString) cross=\(context.isCrossOrigin)") }
+            return request
+        }
+    }
+
+    @Test(arguments: [true, false])
+    func aRewriteToAnotherHostCarriesNeitherTokenNorCookies(rewriteFirst: Bool) async throws {
+        try await Self.withServers { api, other in
+            let jar = CookieJar()
+            let apiURL = try #require(URL(string: api.url("/")))
+            jar.setCookies(["session=api-secret; Path=/"], for: apiURL)
+            // Another host (cookies ignore ports: 127.0.0.1's would be 127.0.0.1's on any port).
+            let mirror = try #require(URL(string: "http://localhost:\(other.port)/anything/mirror"))
+            let bearer = BearerTokenAuthenticator(token: "secret-token") { _ in "x" }
+            let seen = NIOLockedValueBox<[String]>([])
+            let engine = Self.engine(api) {
+                $0.cookieJar = jar
+                $0.interceptors = rewriteFirst ? [Rewrite(to: mirror), bearer, SeenURLs(seen: seen)] : [bearer, Rewrite(to: mirror), SeenURLs(seen: seen)]
+            }
+            _ = try await engine.send(engine.operation(path: "/anything/mine"))
+            let arrived = try #require(other.recordedRequests.first)
+            #expect(arrived.path == "/anything/mirror")
+            #expect(arrived.header("Authorization") == nil, "\(arrived.header("Authorization") ?? "")")
+            #expect(arrived.header("Cookie") == nil, "\(arrived.header("Cookie") ?? "")")
+            #expect(api.recordedRequests.isEmpty)
+            #expect(seen.withLockedValue { $0 } == ["\(mirror.absoluteString) cross=true"], "the next interceptor sees the rewritten URL")
+        }
+    }
+
+    @Test func aRewriteThatSetsItsOwnCredentialKeepsThem() async throws {
+        struct Partner: RequestInterceptor {
+            let to: URL
+            func adapt(_ request: HTTPRequest, context: InterceptorContext) async throws -> HTTPRequest {
+                var request = request
+                request.url = to
+                request.headerFields[.authorization] = "Bearer partner"
+                return request
+            }
+        }
+        try await Self.withServers { api, other in
+            let mirror = try #require(URL(string: other.url("/anything/partner")))
+            let engine = Self.engine(api) { $0.interceptors = [BearerTokenAuthenticator(token: "secret-token") { _ in "x" }, Partner(to: mirror)] }
+            _ = try await engine.send(engine.operation(path: "/anything/mine"))
+            #expect(other.recordedRequests.first?.header("Authorization") == "Bearer partner")
+        }
+    }
+
+    // MARK: 4. a 401 from another origin, or to a token that is not the authenticator's
+
+    @Test func aPartnersTokenRefusedElsewhereIsSentOnceAndRefreshesNothing() async throws {
+        try await Self.withServers { api, other in
+            let auth = BearerTokenAuthenticator(token: "api-token") { _ in "api-token-2" }
+            let engine = Self.engine(api) { $0.interceptors = [auth] }
+            let operation = engine.operation(url: other.url("/status/401"))
+            operation.setHeader("Bearer partner-token", forName: "Authorization")
+            #expect(await failure(of: operation)?.response?.statusCode == 401)
+            #expect(other.requestCount(path: "/status/401") == 1, "sent \(other.requestCount(path: "/status/401")) times")
+            #expect(auth.refreshCount == 0)
+        }
+    }
+
+    @Test func aPartnersTokenRefusedByTheAPIIsNotRetriedEither() async throws {
+        try await Self.withServers { api, _ in
+            let auth = BearerTokenAuthenticator(token: nil) { _ in "api-token" }
+            let engine = Self.engine(api) { $0.interceptors = [auth] }
+            // A token set by hand on the engine's own origin: the authenticator never gave it.
+            let operation = engine.operation(path: "/status/401")
+            operation.setHeader("Bearer hand-made", forName: "Authorization")
+            _ = try? await engine.send(operation)
+            #expect(api.requestCount(path: "/status/401") == 1, "sent \(api.requestCount(path: "/status/401")) times")
+            #expect(auth.refreshCount == 0)
+        }
+    }
+
+    @Test func aCDNs401StartsNoRefreshBeforeTheFirstToken() async throws {
+        try await Self.withServers { api, other in
+            let auth = BearerTokenAuthenticator(token: nil) { _ in "signed-in" }
+            let engine = Self.engine(api) { $0.interceptors = [auth] }
+            #expect(await failure(of: engine.operation(url: other.url("/status/401")))?.response?.statusCode == 401)
+            #expect(auth.refreshCount == 0, "a foreign 401 started the app's sign-in")
+            #expect(other.requestCount(path: "/status/401") == 1)
+            // The engine's own 401 still does.
+            let own = try await engine.send(engine.operation(path: "/bearer/signed-in"))
+            #expect(own.statusCode == 200 && auth.refreshCount == 1)
+        }
+    }
+
+    // MARK: 5. a refresh that never returns
+
+    @Test func aRefreshThatNeverReturnsEndsAtTheTotalTimeout() async throws {
+        try await Self.withServers { api, _ in
+            let auth = BearerTokenAuthenticator(token: "old") { _ in
+                try await Task.sleep(for: .seconds(3600))
+                return "never"
+            }
+            let engine = Self.engine(api) {
+                $0.interceptors = [RetryPolicy(maximumTotalTime: .seconds(10)), auth]
+                $0.timeouts.total = .milliseconds(600)
+            }
+            let start = ContinuousClock.now
+            let error = await failure(of: engine.operation(path: "/bearer/new"))
+            let waited = ContinuousClock.now - start
+            #expect(error?.code == .timeout, "\(String(describing: error))")
+            #expect(waited < .seconds(30), "waited \(waited)")   // the refresh would take an hour
+        }
+    }
+
+    @Test func aRefreshThatNeverReturnsEndsWhenTheOperationIsCancelled() async throws {
+        try await Self.withServers { api, _ in
+            let auth = BearerTokenAuthenticator(token: "old") { _ in
+                try await Task.sleep(for: .seconds(3600))
+                return "never"
+            }
+            let engine = Self.engine(api) { $0.interceptors = [auth] }
+            let operation = engine.operation(path: "/bearer/new")
+            let outcome = Task { await failure(of: operation) }
+            #expect(await eventually { auth.refreshCount == 1 })
+            let start = ContinuousClock.now
+            operation.cancel()
+            let error = await outcome.value
+            #expect(error?.code == .cancelled, "\(String(describing: error))")
+            #expect(ContinuousClock.now - start < .seconds(30))
+        }
+    }
+
+    @Test func aRefreshThatNeverReturnsFailsAfterItsOwnTimeout() async throws {
+        try await Self.withServers { api, _ in
+            let calls = NIOLockedValueBox(0)
+            let auth = BearerTokenAuthenticator(token: "old", refreshTimeout: .milliseconds(300)) { _ in
+                if calls.withLockedValue({ $0 += 1; return $0 }) == 1 { try await Task.sleep(for: .seconds(3600)) }
+                return "new"
+            }
+            let engine = Self.engine(api) { $0.interceptors = [auth] }
+            let start = ContinuousClock.now
+            let error = await failure(of: engine.operation(path: "/bearer/new"))
+            #expect(error?.code == .authenticationFailed, "\(String(describing: error))")
+            #expect(ContinuousClock.now - start < .seconds(30))   // the refresh would take an hour
+            auth.setToken("old")   // a new sign-in: the next 401 refreshes again, and this refresh returns
+            let response = try await engine.send(engine.operation(path: "/bearer/new"))
+            #expect(response.statusCode == 200)
+        }
+    }
+}
