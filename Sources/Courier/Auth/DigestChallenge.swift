@@ -24,6 +24,9 @@ struct DigestChallenge: Sendable, Hashable {
         /// Whether A1 is computed per session (`-sess`, §3.4.2).
         var isSession: Bool { self == .md5Session || self == .sha256Session }
 
+        /// Whether the hash is SHA-256 (preferred to MD5 when a server offers both, §3.7).
+        var isSHA256: Bool { self == .sha256 || self == .sha256Session }
+
         /// H(data) as lower-case hex.
         func hash(_ text: String) -> String {
             switch self {
