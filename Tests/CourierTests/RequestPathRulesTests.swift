@@ -109,3 +109,16 @@ struct RequestPathRulesTests {
         }
     }
 }
+
+extension RequestPathRulesTests {
+    @Test func anOriginReadFromAURLIsTheOneReadFromItsComponents() {
+        for text in ["https://API.example.com/a?b", "http://[::1]:8080/x", "http://[FE80::1]/",
+                     "http://h%C3%A9.example/", "http://user:pw@host.example:81/p", "HTTP://Host.Example:80"] {
+            let url = URL(string: text)!
+            #expect(Origin(url) == URLComponents(url: url, resolvingAgainstBaseURL: true).flatMap(Origin.init), "\(text)")
+        }
+        let relative = URL(string: "/path", relativeTo: URL(string: "https://base.example:8443/a"))!
+        #expect(Origin(relative)?.description == "https://base.example:8443")
+        #expect(Origin(URL(string: "/just/a/path")!) == nil)
+    }
+}

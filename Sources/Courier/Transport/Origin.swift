@@ -13,8 +13,18 @@ package struct Origin: Sendable, Hashable, CustomStringConvertible {
 
     /// The origin of `url`, or `nil` without a scheme or host.
     package init?(_ url: URL) {
-        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return nil }
-        self.init(components)
+        // The URL's own parts, without building URLComponents (this runs for every request).
+        let absolute = url.baseURL == nil ? url : url.absoluteURL
+        guard let scheme = absolute.scheme, !scheme.isEmpty, let host = absolute.host(percentEncoded: true), !host.isEmpty else { return nil }
+        self.init(scheme: scheme, host: host, port: absolute.port)
+    }
+
+    private init(scheme: String, host: String, port: Int?) {
+        self.scheme = CacheHeaderSyntax.asciiLowercased(scheme)
+        var lowerHost = CacheHeaderSyntax.asciiLowercased(host)
+        if lowerHost.hasPrefix("["), lowerHost.hasSuffix("]") { lowerHost = String(lowerHost.dropFirst().dropLast()) }
+        self.host = lowerHost
+        self.port = port ?? Self.defaultPort(for: self.scheme)
     }
 
     /// The origin of `components`, or `nil` without a scheme or host.
@@ -22,11 +32,7 @@ package struct Origin: Sendable, Hashable, CustomStringConvertible {
         guard let scheme = components.scheme, !scheme.isEmpty,
             let host = components.percentEncodedHost, !host.isEmpty
         else { return nil }
-        self.scheme = CacheHeaderSyntax.asciiLowercased(scheme)
-        var lowerHost = CacheHeaderSyntax.asciiLowercased(host)
-        if lowerHost.hasPrefix("["), lowerHost.hasSuffix("]") { lowerHost = String(lowerHost.dropFirst().dropLast()) }
-        self.host = lowerHost
-        self.port = components.port ?? Self.defaultPort(for: self.scheme)
+        self.init(scheme: scheme, host: host, port: components.port)
     }
 
     /// Whether `a` and `b` have one origin; a URL without an origin shares it with nothing.
