@@ -223,6 +223,8 @@ struct EngineTests {
         #expect(post1.uniqueIdentifier != post2.uniqueIdentifier)
         #expect(post1.uniqueIdentifier != engine.operation(url: "https://api.example.com/x", method: .put, body: .text("one")).uniqueIdentifier)
         #expect(a.uniqueIdentifier.count == 64)
+        // The queue compares the identity the identifier digests: equal exactly when the identifiers are.
+        #expect(a.identity == b.identity && a.identity != c.identity && post1.identity != post2.identity)
         #expect(a.uniqueIdentifier == NetworkEngine.fake(FakeTransport()).operation(url: "https://api.example.com/x?b=1").uniqueIdentifier)
     }
 

@@ -189,7 +189,7 @@ extension NetworkOperation {
             credentialsOf: context.configuration.credentialProvider == nil ? nil : context.engineID,
             interceptorsOf: context.configuration.hasPipeline ? context.engineID : nil,
             monitorsOf: context.monitors == nil ? nil : context.engineID)
-        return CoalescingKey(request: preparedRequest(), uniqueIdentifier: uniqueIdentifier, runner: runner, download: download)
+        return CoalescingKey(request: preparedRequest(), uniqueIdentifier: identity, runner: runner, download: download)
     }
 
     // MARK: Events from the queue

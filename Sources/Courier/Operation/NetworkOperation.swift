@@ -132,8 +132,17 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     /// The request method.
     public let method: HTTPRequest.Method
     /// A stable identity of the request: SHA-256 over the method, the normalised URL and the body's digest
-    /// (see <doc:Operations>). Equal for two operations that would send the same request.
-    public let uniqueIdentifier: String
+    /// (see <doc:Operations>). Equal for two operations that would send the same request. Computed when
+    /// asked (the queue compares ``identity`` instead, without hashing).
+    public var uniqueIdentifier: String { Self.makeUniqueIdentifier(method: method, url: urlString, body: body) }
+
+    /// What ``uniqueIdentifier`` digests, before the digest: `METHOD SP normalised-URL`, then LF and the
+    /// body's SHA-256 when there is a body. Equal exactly when the identifiers are.
+    var identity: String {
+        let request = "\(method.rawValue) \(Self.normalizedURL(urlString))"
+        guard let body, !body.isEmpty else { return request }
+        return request + "\n" + Digests.sha256Hex(body)
+    }
 
     init(
         method: HTTPRequest.Method,
@@ -158,7 +167,6 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         if let contentType = body?.contentType, fields[.contentType] == nil {
             fields[.contentType] = contentType
         }
-        self.uniqueIdentifier = Self.makeUniqueIdentifier(method: method, url: urlString, body: body?.data)
         let coalesces = context.configuration.coalescesRequests && (method == .get || method == .head) && bodySource == nil
         self.storage = NIOLockedValueBox(Storage(headers: fields, allowsCoalescing: coalesces))
     }

@@ -40,6 +40,7 @@ struct InterceptorChain: Sendable {
         guard !interceptors.isEmpty else { return request }
         var message = HTTPRequest(method: request.method, url: request.url, headerFields: request.headers)
         var context = context(attempt: attempt, visited: visited, originalURL: originalURL, url: request.url)
+        let (scheme, authority, path) = (message.scheme, message.authority, message.path)
         for interceptor in interceptors {
             let before = message
             do {
@@ -63,10 +64,13 @@ struct InterceptorChain: Sendable {
         }
         var adapted = request
         adapted.method = message.method
-        guard let url = message.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
-            throw NetworkError(.invalidURL, "an interceptor made the URL invalid", url: request.url.absoluteString)
+        if message.scheme != scheme || message.authority != authority || message.path != path {
+            // Rebuilt (and checked) only when an interceptor changed it: parsing a URL costs.
+            guard let url = message.url, let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
+                throw NetworkError(.invalidURL, "an interceptor made the URL invalid", url: request.url.absoluteString)
+            }
+            adapted.url = url
         }
-        adapted.url = url
         // No field can carry CR or LF onto the wire: HTTPFields legalizes every value it is given
         // (control characters become spaces), so an interceptor cannot inject a header line.
         adapted.headers = message.headerFields

@@ -13,7 +13,10 @@ struct ResponseDestination: Sendable {
     var channel: BodyChannel?
     /// The statuses whose body goes to the files (the operation's acceptable statuses); any other
     /// response's body is kept in memory, for the error.
-    var acceptableStatusCodes: Set<Int> = Set(200..<300)
+    var acceptableStatusCodes: Set<Int> = Self.successStatuses
+
+    /// 200 to 299, built once (a set of a hundred statuses costs a hundred inserts; copies share it).
+    static let successStatuses = Set(200..<300)
     /// Bandwidth limits that apply (the queue's and the operation's).
     var throttles: [Throttle] = []
     /// The most bytes the files may hold (``NetworkEngine/Configuration/maximumDownloadSize``).
