@@ -8,12 +8,17 @@ import NIOPosix
 /// destination's own folder (``PartialFileNames``, so the final rename never crosses file systems) and
 /// renamed into place only when the body is complete and accepted: on failure or cancellation nothing
 /// half-written ever sits under the final name. The partial files are ``PartialFile``s: opened without
-/// following links, created owner-only, locked against other writers, synced before their rename. All
-/// I/O runs on SwiftNIO's blocking thread pool, never on the cooperative pool or the caller's thread.
+/// following links, created owner-only, locked against other writers, synced before their rename. A
+/// resumable download's first partial file is the one it has held since it measured it
+/// (``HeldPartialFile``): the writer uses it, never reopens it, and lets it go only by renaming it into
+/// place; otherwise its holder releases it. All I/O runs on SwiftNIO's blocking thread pool, never on the
+/// cooperative pool or the caller's thread.
 struct DownloadWriter: Sendable {
     /// The final URLs, in order, each once (the same file named twice is written once).
     let destinations: [URL]
     private let files: [PartialFile]
+    /// A resumable download's held partial file, `files[0]`: closed by ``finish()`` only.
+    private let held: HeldPartialFile?
     /// Whether the descriptors were closed (shared by the copies of this value): they are closed once,
     /// since a descriptor number closed twice may by then be another file's.
     private let closed = NIOLockedValueBox(false)
@@ -35,12 +40,17 @@ struct DownloadWriter: Sendable {
         return destinations.filter { seen.insert(DestinationLocks.key(for: $0)).inserted }
     }
 
-    /// Opens the partial files: empty ones, or (resuming) the first destination's existing partial
-    /// file from `offset`, the others as copies of it.
+    /// Opens the partial files: empty ones, or (a resumable download) the held partial file cut down to
+    /// `offset` bytes (never lengthened) and the other destinations' as copies of it.
     /// - Throws: ``NetworkError/Code/fileUnavailable`` when a partial file cannot be opened, is not a
-    ///   regular file (a link, a FIFO, a device: left alone), or another download holds it.
-    static func open(_ destinations: [URL], resumingAt offset: Int64 = 0) async throws(NetworkError) -> DownloadWriter {
+    ///   regular file (a link, a FIFO, a device: left alone), another download holds it, or the held one
+    ///   is shorter than `offset`.
+    static func open(_ destinations: [URL], holding held: HeldPartialFile? = nil, resumingAt offset: Int64 = 0) async throws(NetworkError) -> DownloadWriter {
+        precondition(held != nil || offset == 0, "only a held partial file is continued")
         let unique = distinct(destinations)
+        if let held, held.isReleased {
+            throw NetworkError(.fileUnavailable, "cannot write \(unique.first?.path ?? "the destination"): its partial file was closed")
+        }
         let paths = unique.map { partialURL(for: $0).path }
         let opened: Result<[PartialFile], PartialFile.Failure>
         do {
@@ -48,14 +58,19 @@ struct DownloadWriter: Sendable {
                 var files: [PartialFile] = []
                 do throws(PartialFile.Failure) {
                     for (index, path) in paths.enumerated() {
-                        let file = try PartialFile.open(at: path, keeping: index == 0 ? offset : 0)
+                        if index == 0, let held {
+                            try held.file.truncate(downTo: offset)
+                            files.append(held.file)
+                            continue
+                        }
+                        let file = try PartialFile.open(at: path)
                         files.append(file)
                         // A second destination starts from the first one's bytes on disk.
                         if index > 0, offset > 0 { try file.copy(offset, from: files[0]) }
                     }
                     return .success(files)
                 } catch {
-                    for file in files { file.close() }
+                    for file in files.dropFirst(held == nil ? 0 : 1) { file.close() }
                     return .failure(error)
                 }
             }
@@ -63,7 +78,7 @@ struct DownloadWriter: Sendable {
             throw fileError(error, destination: unique.first)
         }
         switch opened {
-        case .success(let files): return DownloadWriter(destinations: unique, files: files, length: offset)
+        case .success(let files): return DownloadWriter(destinations: unique, files: files, held: held, length: offset)
         case .failure(let failure): throw failure.networkError(destination: unique.first)
         }
     }
@@ -121,11 +136,16 @@ struct DownloadWriter: Sendable {
         guard claimClosing() else {
             throw NetworkError(.fileUnavailable, "cannot write \(destinations.first?.path ?? "the destination"): its partial file was closed")
         }
-        let (files, pairs) = (self.files, zip(files, destinations.map(\.path)).map { ($0, $1) })
+        let (files, pairs, held) = (self.files, zip(files, destinations.map(\.path)).map { ($0, $1) }, self.held)
         try await Self.run(destination: destinations.first) { () throws(PartialFile.Failure) in
             // Closed (their locks released) only once renamed: nobody else opens a partial half-committed.
-            defer { for file in files { file.close() } }
+            // A held file that could not be renamed stays with its holder, who releases it.
+            defer { for file in files.dropFirst(held == nil ? 0 : 1) { file.close() } }
+            // The record goes first, under the lock: once the file is in place, the names may be a
+            // new download's.
+            held?.removeRecordNow()
             for (file, destination) in pairs { try file.commit(to: destination) }
+            if let held, held.claimRelease() { held.file.close() }
         }
     }
 
@@ -186,6 +206,8 @@ struct DownloadWriter: Sendable {
     }
 
     /// Closes the partial files; removes them unless `keep` (a resumable download that was interrupted).
+    /// A held partial file is flushed when kept, and otherwise left to its holder
+    /// (``HeldPartialFile/release(keeping:)``), which writes its record or removes it under its lock.
     /// Runs to the end even if the task is cancelled (it usually is: that is why the transfer stopped).
     func abandon(keep: Bool) async {
         let writer = self
@@ -197,7 +219,8 @@ struct DownloadWriter: Sendable {
             var writer = self
             try? await writer.flush()   // what arrived is what the record counts
         }
-        let (files, keep, isOpen) = (self.files, keep, claimClosing())
+        let (files, keep, isOpen) = (self.files.dropFirst(held == nil ? 0 : 1), keep, claimClosing())
+        guard !files.isEmpty else { return }
         _ = try? await NIOThreadPool.singleton.runIfActive {
             for file in files {
                 if isOpen {

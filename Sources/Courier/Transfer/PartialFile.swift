@@ -17,7 +17,9 @@ import Darwin
 ///   (`O_CREAT|O_EXCL`), owner-only (0600). Anything that is not a regular file of one link (a symbolic
 ///   link, a FIFO, a device, a folder, a hard link to another file) is refused, never truncated.
 /// - While it is written it holds an exclusive advisory lock (`flock`, non-blocking), so another process
-///   downloading to the same file is refused ("busy") instead of truncating, resizing or removing it.
+///   downloading to the same file is refused ("busy") instead of truncating, resizing or removing it. A
+///   resumable download takes it before it measures the file (``HeldPartialFile``) and keeps it to its end;
+///   a held file is only ever cut down to the bytes it continues (``truncate(downTo:)``), never lengthened.
 ///   After locking, the path must still name the locked file (it may have been renamed into place or
 ///   removed meanwhile by the writer that held the lock); otherwise the open starts again.
 /// - Before its rename into place the file is synced, given the mode of the file it replaces (or the
@@ -31,6 +33,8 @@ struct PartialFile: Sendable {
         case busy(String)
         /// A system call failed with `errno`.
         case system(String, Int32, String)
+        /// The held partial file is shorter than the bytes the download continues: another program changed it.
+        case changed(String)
 
         /// The failure as a typed error about `destination`.
         func networkError(destination: URL?) -> NetworkError {
@@ -40,6 +44,8 @@ struct PartialFile: Sendable {
                 return NetworkError(.fileUnavailable, "cannot write \(place): \(path) is not a regular file of Courier's (a link, a device, a FIFO, a folder or another user's file); it was left alone")
             case .busy(let path):
                 return NetworkError(.fileUnavailable, "cannot write \(place): the destination is busy, another download holds \(path)")
+            case .changed(let path):
+                return NetworkError(.fileUnavailable, "cannot write \(place): \(path) is shorter than when this download measured it (another program changed it); it was not lengthened")
             case .system(let call, let code, let path):
                 let why: String
                 switch code {
@@ -61,14 +67,27 @@ struct PartialFile: Sendable {
     /// The open, locked descriptor.
     let descriptor: Int32
 
-    /// Blocking: opens (or creates) the partial file at `path` for writing and locks it, keeping its
-    /// first `length` bytes (0: an empty file).
-    static func open(at path: String, keeping length: Int64) throws(Failure) -> PartialFile {
+    /// Blocking: opens (or creates) the partial file at `path` for writing, locks it and empties it.
+    static func open(at path: String) throws(Failure) -> PartialFile {
+        let (file, _) = try lock(at: path)
+        guard ftruncate(file.descriptor, 0) == 0 else {
+            let failure = Failure.system("ftruncate", errno, path)
+            file.close()
+            throw failure
+        }
+        return file
+    }
+
+    /// Blocking: opens (or creates, empty) the partial file at `path` for reading and writing and locks
+    /// it, leaving its bytes as they are.
+    /// - Returns: The locked file and its length, measured under the lock.
+    /// - Throws: ``Failure/busy(_:)`` when another download holds it; ``Failure/notRegular(_:)``.
+    static func lock(at path: String) throws(Failure) -> (file: PartialFile, length: Int64) {
         for _ in 0..<8 {
             var created = false
-            var descriptor = Glue.open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0)
+            var descriptor = Glue.open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0)
             if descriptor < 0, errno == ENOENT {
-                descriptor = Glue.open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                descriptor = Glue.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 if descriptor < 0, errno == EEXIST { continue }   // created by someone else meanwhile
                 created = true
             }
@@ -95,14 +114,30 @@ struct PartialFile: Sendable {
                 }
                 // An older partial: owner-only from now on, or not used at all.
                 if !created, fchmod(descriptor, 0o600) != 0 { throw Failure.system("fchmod", errno, path) }
-                guard ftruncate(descriptor, off_t(length)) == 0 else { throw Failure.system("ftruncate", errno, path) }
-                return PartialFile(path: path, descriptor: descriptor)
+                // Measured under the lock: nobody else changes it from now on.
+                guard fstat(descriptor, &info) == 0 else { throw Failure.system("fstat", errno, path) }
+                return (PartialFile(path: path, descriptor: descriptor), Int64(info.st_size))
             } catch {
                 _ = Glue.close(descriptor)
                 throw error
             }
         }
         throw .busy(path)
+    }
+
+    /// Blocking: cuts the file to its first `length` bytes; never makes it longer.
+    /// - Throws: ``Failure/changed(_:)`` when it holds fewer than `length` bytes.
+    func truncate(downTo length: Int64) throws(Failure) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw .system("fstat", errno, path) }
+        guard Int64(info.st_size) >= length else { throw .changed(path) }
+        if Int64(info.st_size) > length, ftruncate(descriptor, off_t(length)) != 0 { throw .system("ftruncate", errno, path) }
+    }
+
+    /// Blocking: the file's length now.
+    func length() -> Int64 {
+        var info = stat()
+        return fstat(descriptor, &info) == 0 ? Int64(info.st_size) : 0
     }
 
     /// Blocking: removes the partial file at `path` unless another download holds it (or it is not a
@@ -236,10 +271,12 @@ struct PartialFile: Sendable {
         Self.syncFolder(of: destination)
     }
 
-    /// Blocking: removes the partial file (when the path still names it), keeping the descriptor open
-    /// until ``close()``.
-    func unlinkIfOwned() {
-        if Self.names(descriptor, path) { unlink(path) }
+    /// Blocking: removes the partial file (when the path still names it), and first the resume record at
+    /// `record` if given (it describes this file), keeping the descriptor open until ``close()``.
+    func unlinkIfOwned(record: String? = nil) {
+        guard Self.names(descriptor, path) else { return }
+        if let record { unlink(record) }
+        unlink(path)
     }
 
     /// Blocking: closes the descriptor, which releases the lock.

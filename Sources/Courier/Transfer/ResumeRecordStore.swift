@@ -40,31 +40,13 @@ struct ResumeRecordStore: Sendable {
     /// `.<name>.courier-partial.json` in the destination's folder: the record (``PartialFileNames``).
     var recordURL: URL { PartialFileNames.recordURL(for: destination) }
 
-    /// Refuses a partial file or record that is not a regular file of its own (a symbolic link, a hard
-    /// link, a FIFO, a device, a folder): the download does not touch it, and says so.
-    /// - Throws: ``NetworkError/Code/fileUnavailable``.
-    func checkSidecars() async throws(NetworkError) {
-        let paths = [partialURL.path, recordURL.path]
-        let failure = try? await NIOThreadPool.singleton.runIfActive { () -> PartialFile.Failure? in
-            do throws(PartialFile.Failure) {
-                for path in paths { _ = try PartialFile.length(at: path) }
-            } catch {
-                return error
-            }
-            return nil
-        }
-        if let failure = failure ?? nil { throw failure.networkError(destination: destination) }
-    }
-
-    /// Removes temporary records a killed process left half-written (`.<record name>.tmp-<random>`).
-    /// Call it holding the destination (``DestinationLocks``): nobody else writes a record for it then.
-    func removeStaleTemporaries() async {
+    /// Blocking: removes temporary records a killed process left half-written (`.<record name>.tmp-<random>`).
+    /// Call it holding the partial file (``HeldPartialFile``): nobody else writes a record for it then.
+    static func removeStaleTemporaries(of destination: URL) {
         let folder = destination.deletingLastPathComponent().path
         let prefix = PartialFileNames.recordTemporaryPrefix(for: destination)
-        _ = try? await NIOThreadPool.singleton.runIfActive {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
-            for name in names where name.hasPrefix(prefix) { _ = unlink(folder + "/" + name) }
-        }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where name.hasPrefix(prefix) { _ = unlink(folder + "/" + name) }
     }
 
     /// The record, or `nil` when there is none or it cannot be read as one (it is not a regular file,
@@ -72,10 +54,14 @@ struct ResumeRecordStore: Sendable {
     /// ``maximumRecordSize`` bytes are read.
     func read() async -> ResumeRecord? {
         let path = recordURL.path
-        let data = try? await NIOThreadPool.singleton.runIfActive { () -> Data? in
-            try? PartialFile.read(at: path, limit: Self.maximumRecordSize)
-        }
-        guard let data = data ?? nil, let record = try? JSONDecoder().decode(ResumeRecord.self, from: data),
+        let record = try? await NIOThreadPool.singleton.runIfActive { Self.readNow(at: path) }
+        return record ?? nil
+    }
+
+    /// Blocking: the record at `path` (see ``read()``).
+    static func readNow(at path: String) -> ResumeRecord? {
+        guard let data = try? PartialFile.read(at: path, limit: maximumRecordSize),
+            let record = try? JSONDecoder().decode(ResumeRecord.self, from: data),
             record.version == ResumeRecord.currentVersion, record.bytesOnDisk >= 0
         else { return nil }
         return record
@@ -100,9 +86,9 @@ struct ResumeRecordStore: Sendable {
         if let failure { throw NetworkError(.fileUnavailable, "the resume record \(target) could not be written: \(failure)") }
     }
 
-    /// Removes the record (after a completed download, or when starting over), unless another download
-    /// (of this process or another) holds the partial file: the record is then that download's, which
-    /// it resumes from after a crash. Never call it holding the partial file yourself.
+    /// Removes the record, unless another download (of this process or another) holds the partial file:
+    /// the record is then that download's, which it resumes from after a crash. Never call it holding the
+    /// partial file yourself (a download does its removals through ``HeldPartialFile``).
     func removeRecord() async {
         let (partial, record) = (partialURL.path, recordURL.path)
         _ = try? await NIOThreadPool.singleton.runIfActive { PartialFile.removeRecord(at: record, besides: partial) }

@@ -7,30 +7,36 @@ import NIOCore
 // the connection is not read and TCP slows the server down. A resumable download runs
 // `DownloadResumeStateMachine`'s decisions: what to ask for, what to do with each answer, what to keep.
 extension RequestExecutor {
-    /// What a resumable download knows between exchanges: its state machine and its sidecar.
+    /// What a resumable download knows between exchanges: its state machine and its partial file (with
+    /// its sidecar), held (locked) from ``begin(for:)`` to the end of the download.
     struct ResumeDriver: Sendable {
         var machine: DownloadResumeStateMachine
-        let store: ResumeRecordStore
+        /// The partial file, locked before it was measured; renamed into place by the writer's
+        /// `finish`, else released by the transfer or, at the latest, when the exchanges end.
+        let partial: HeldPartialFile
         /// The bytes already on disk that this exchange continues.
         var offset: Int64 = 0
 
-        /// Reads what is on disk (off the caller's thread) and decides the first request's extra fields.
-        /// - Throws: ``NetworkError/Code/fileUnavailable`` when the partial file or its record is not a
-        ///   regular file (a link, a FIFO, a device): it is left alone.
+        /// Locks the partial file, then reads what is on disk (off the caller's thread) and decides the
+        /// first request's extra fields. Nothing is sent when the partial file cannot be held.
+        /// - Throws: ``NetworkError/Code/fileUnavailable`` when another download (of this process or
+        ///   another) holds the partial file ("the destination is busy"), or the partial file or its
+        ///   record is not a regular file (a link, a FIFO, a device): it is left alone.
         static func begin(for request: PreparedRequest) async throws(NetworkError) -> (driver: ResumeDriver, extraHeaders: HTTPFields)? {
             guard request.destination.isResumable, let destination = request.destination.files.first else { return nil }
-            let store = ResumeRecordStore(destination: destination)
-            try await store.checkSidecars()
-            await store.removeStaleTemporaries()
-            var driver = ResumeDriver(machine: DownloadResumeStateMachine(url: request.url.absoluteString), store: store)
-            let action = driver.machine.start(partialLength: await store.partialLength(), record: await store.read())
+            let (partial, record) = try await HeldPartialFile.acquire(for: ResumeRecordStore(destination: destination))
+            var driver = ResumeDriver(machine: DownloadResumeStateMachine(url: request.url.absoluteString), partial: partial)
+            let action = driver.machine.start(partialLength: partial.initialLength, record: record)
             var extra: HTTPFields = [.acceptEncoding: "identity"]   // ranges count the representation's own bytes
             switch action {
             case .sendRequest(let fields, let offset):
                 driver.offset = offset
                 for field in fields { extra[field.name] = field.value }
             default:
-                await store.removePartial()   // and its record, unless another download holds them
+                do { try await partial.startOver() } catch {
+                    await partial.release(keeping: true)
+                    throw error
+                }
             }
             return (driver, extra)
         }
@@ -55,21 +61,27 @@ extension RequestExecutor {
         let destination = request.destination
         var offset: Int64 = 0
         var pendingRecord: ResumeRecord?
+        let limit = destination.files.isEmpty ? nil : destination.maximumFileSize
         if var driver = resume {
-            var recordToWrite: ResumeRecord?
             switch driver.machine.receivedHead(status: response.status.code, headers: response.headers) {
             case .writeFromStart(let record, _):
-                // The old record goes first: a kill before the truncation below must not leave old bytes
-                // under a new validator. The new one is written once the file is truncated.
-                await driver.store.removeRecord()
-                recordToWrite = record
+                // The old record and bytes go first, under the lock: a kill before the new record is
+                // written leaves nothing to resume from, never old bytes under a new validator (or an old
+                // validator over new bytes, when this answer has none).
+                try await driver.partial.startOver()
+                pendingRecord = record
             case .append(let record):
-                recordToWrite = record
+                pendingRecord = record
                 offset = driver.offset
             case .alreadyComplete(let length):
                 try await discardBody(of: response)
-                try await DownloadWriter.open(destination.files, resumingAt: length).finish()
-                await driver.store.removeRecord()
+                if let limit, length > limit {
+                    await driver.partial.release(keeping: false)
+                    resume = nil
+                    throw Self.tooLarge(length, limit: limit, url: request.url)
+                }
+                // Renamed into place, its record removed, under the lock held since it was measured.
+                try await DownloadWriter.open(destination.files, holding: driver.partial, resumingAt: length).finish()
                 resume = driver
                 var headers = response.headers
                 headers[.contentRange] = nil
@@ -78,12 +90,13 @@ extension RequestExecutor {
                 return .delivered(destination.files, status: .ok, headers: headers)
             case .startOver:
                 try await discardBody(of: response)
-                await driver.store.removePartial()
+                try await driver.partial.startOver()
                 driver.offset = 0
                 resume = driver
                 return .startOver
             case .fail, .sendRequest, .complete, .keepPartial, .discardPartial:
-                // An answer a resumable download cannot use (a 203, a 204, ...): the bytes on disk stay.
+                // An answer a resumable download cannot use (a 203, a 204, ...): the bytes on disk stay
+                // (the held file is released when the exchanges end).
                 try await discardBody(of: response)
                 resume = nil
                 throw NetworkError(
@@ -91,7 +104,6 @@ extension RequestExecutor {
                     url: request.url.absoluteString)
             }
             resume = driver
-            if let record = recordToWrite { pendingRecord = record }
         }
         let isEncoded = response.headers[.contentEncoding].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
         let declared = (isEncoded || request.method == .head) ? nil : response.headers[.contentLength].flatMap { Int64($0) }
@@ -100,16 +112,15 @@ extension RequestExecutor {
         let span = response.status.code == 206 ? response.headers[.contentRange].flatMap(CachePartialContent.span(contentRange:)) : nil
         let whole = resume != nil ? span.map { Int64($0.completeLength) } : span.map { Int64($0.last - $0.first + 1) }
         let total = resume != nil ? (whole ?? declared.map { $0 + offset }) : (declared ?? whole)
-        let limit = destination.files.isEmpty ? nil : destination.maximumFileSize
         if let limit, let total, total > limit {
             try await discardBody(of: response)
-            if let driver = resume { await uncancelled { await driver.store.removePartial() } }
+            await resume?.partial.release(keeping: false)
             resume = nil
             throw Self.tooLarge(total, limit: limit, url: request.url)
         }
-        var writer = destination.files.isEmpty ? nil : try await DownloadWriter.open(destination.files, resumingAt: offset)
-        if let record = pendingRecord, let store = resume?.store {
-            do { try await store.write(record) } catch {
+        var writer = destination.files.isEmpty ? nil : try await DownloadWriter.open(destination.files, holding: resume?.partial, resumingAt: offset)
+        if let record = pendingRecord, let partial = resume?.partial {
+            do { try await partial.writeRecord(record) } catch {
                 await writer?.abandon(keep: offset > 0)
                 throw error
             }
@@ -138,9 +149,9 @@ extension RequestExecutor {
                 switch driver.machine.bodyComplete() {
                 case .complete: break
                 case .sendRequest(let fields, let resumeOffset):
-                    // Less than the rest: keep what came and ask again from there.
+                    // Less than the rest: keep what came (the partial file stays held) and ask again from there.
                     await writer?.abandon(keep: true)
-                    if let record = driver.machine.record { try await driver.store.write(record) }
+                    if let record = driver.machine.record { try await driver.partial.writeRecord(record) }
                     driver.offset = resumeOffset
                     resume = driver
                     var next: HTTPFields = [.acceptEncoding: "identity"]
@@ -155,8 +166,7 @@ extension RequestExecutor {
                 }
                 resume = driver
             }
-            try await writer?.finish()
-            await resume?.store.removeRecord()
+            try await writer?.finish()   // a resumable download's record goes with it, under its lock
         } catch {
             // Cleanup runs to its end even in a cancelled task: the record it keeps is what resumes.
             let current = resume
@@ -193,12 +203,16 @@ extension RequestExecutor {
         resume = driver
         // The caller runs this in a task of its own (`uncancelled`): NIO's thread pool refuses work from a
         // cancelled task, and this is what keeps the bytes.
+        // The record is written (or both files removed) before the partial file's lock is let go. A record
+        // that cannot be written (a full disk) leaves the one before it, if any; without one the next
+        // download starts over.
         if destination.keepsPartialFile, case .keepPartial(let record) = action {
             await writer?.abandon(keep: true)
-            try? await driver.store.write(record)
+            try? await driver.partial.writeRecord(record)
+            await driver.partial.release(keeping: true)
         } else {
             await writer?.abandon(keep: false)
-            await driver.store.removePartial()
+            await driver.partial.release(keeping: false)
         }
     }
 }

@@ -61,7 +61,8 @@ struct RequestExecutor: Sendable {
         }
     }
 
-    /// One flight. A download to files holds its destinations (``DestinationLocks``) throughout, from
+    /// One flight. A download to files holds its destinations (``DestinationLocks``, in this process;
+    /// a resumable one also its partial file's `flock`, against other processes) throughout, from
     /// reading what is on disk to renaming or keeping its partial files; cancelled by
     /// ``NetworkOperation/cancel()`` before its body came, a resumable download removes its resume data.
     private func flight(
@@ -86,87 +87,104 @@ struct RequestExecutor: Sendable {
         return result
     }
 
+    /// The exchanges of one flight. A resumable download holds its partial file from before it reads what
+    /// is on disk (``ResumeDriver/begin(for:)``); what its transfer did not rename or release is released
+    /// here, kept to resume unless an explicit cancel discarded it.
     private func exchanges(
         _ request: PreparedRequest, deadline: ContinuousClock.Instant?, progress: ProgressSink
     ) async -> Result<NetworkResponse, NetworkError> {
         var redirects = RedirectStateMachine(request: request)
+        var held: HeldPartialFile?
+        let result: Result<NetworkResponse, NetworkError>
         do {
             var resume: ResumeDriver?
             if let (driver, extra) = try await ResumeDriver.begin(for: request) {
                 resume = driver
+                held = driver.partial
                 redirects.setHeaders(extra)
             }
-            while true {
-                try Task.checkCancellation()
-                let current = redirects.current
-                // The interceptors adapt each hop; the redirect machine goes on from the request as composed,
-                // so what they add is added again (or not, across origins) on the next hop.
-                let sent = try await request.interceptors.adapt(
-                    current, attempt: request.attempt, visited: redirects.visited, originalURL: redirects.originalURL)
-                try Task.checkCancellation()
-                progress.sending(sent)
-                let wire = try await transportRequest(for: sent, deadline: deadline, progress: progress)
-                let response = try await transport.execute(wire)
-                if let body = wire.body { progress.upload(TransferProgress(completedBytes: Int64(body.count), totalBytes: Int64(body.count))) }
-                progress.head(response.status, response.headers)
-                await request.interceptors.didReceive(
-                    status: response.status, headers: response.headers, for: sent, attempt: request.attempt,
-                    visited: redirects.visited, originalURL: redirects.originalURL)
-                if let completion = current.cacheCompletion, completion.mustResendWhole(status: response.status.code, headers: response.headers) {
-                    // The cache asked for the bytes its stored part lacks and got something else: ask for everything.
-                    try await discardBody(of: response)
-                    redirects.dropCacheCompletion()
-                    continue
-                }
-                switch redirects.receivedResponse(status: response.status.code, headers: response.headers) {
-                case .deliver:
-                    let destination = current.destination
-                    let code = response.status.code
-                    if !destination.keepsInMemory, destination.acceptableStatusCodes.contains(code) || ((resume?.offset ?? 0) > 0 && code == 416) {
-                        switch try await transfer(response, for: current, resume: &resume, progress: progress) {
-                        case .delivered(let files, let status, let headers):
-                            var delivered = NetworkResponse(
-                                status: status, headers: headers, body: Data(),
-                                url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain)
-                            delivered.fileURLs = files
-                            return .success(delivered)
-                        case .startOver:
-                            redirects.setHeaders([:], removing: [.range, .ifRange])
-                            continue
-                        case .continueWith(let fields):
-                            redirects.setHeaders(fields)
-                            continue
-                        }
-                    }
-                    let body = try await readBody(of: response, for: current, progress: progress)
-                    // A body stream carries the body of an accepted answer only; this one fails the operation.
-                    destination.channel?.finish(NetworkError(
-                        .unacceptableStatus, "the server answered \(response.status.code) \(response.status.reasonPhrase)",
-                        url: current.url.absoluteString))
-                    return .success(NetworkResponse(
-                        status: response.status, headers: response.headers, body: body,
-                        url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain))
-                case .follow(let next):
-                    if let source = next.bodySource, !source.isReplayable {
-                        // A 307/308 asks for the same body again; a caller's one-shot stream is gone.
-                        return .failure(NetworkError(
-                            .bodyNotReplayable, "the \(response.status.code) redirect needs the body again, and a stream body can be sent once",
-                            url: current.url.absoluteString))
-                    }
-                    progress.redirect(next.url)
-                    request.logger.debug("courier following redirect", metadata: [
-                        "courier-status": "\(response.status.code)", "courier-url": "\(next.url.redactedForLogs)",
-                    ])
-                    try await discardBody(of: response)
-                case .fail(let error):
-                    return .failure(error)
-                }
-            }
+            result = try await exchange(request, redirects: &redirects, resume: &resume, deadline: deadline, progress: progress)
         } catch {
             let failure: NetworkError = Task.isCancelled
                 ? .cancelled(url: request.url.absoluteString) : .wrapping(error, url: redirects.current.url.absoluteString)
             request.destination.channel?.finish(failure)
-            return .failure(failure)
+            result = .failure(failure)
+        }
+        await held?.release(keeping: request.destination.keepsPartialFile)
+        return result
+    }
+
+    /// Sends the request and follows its redirects (and a resumable download's further exchanges) until
+    /// an answer is delivered.
+    private func exchange(
+        _ request: PreparedRequest, redirects: inout RedirectStateMachine, resume: inout ResumeDriver?,
+        deadline: ContinuousClock.Instant?, progress: ProgressSink
+    ) async throws -> Result<NetworkResponse, NetworkError> {
+        while true {
+            try Task.checkCancellation()
+            let current = redirects.current
+            // The interceptors adapt each hop; the redirect machine goes on from the request as composed,
+            // so what they add is added again (or not, across origins) on the next hop.
+            let sent = try await request.interceptors.adapt(
+                current, attempt: request.attempt, visited: redirects.visited, originalURL: redirects.originalURL)
+            try Task.checkCancellation()
+            progress.sending(sent)
+            let wire = try await transportRequest(for: sent, deadline: deadline, progress: progress)
+            let response = try await transport.execute(wire)
+            if let body = wire.body { progress.upload(TransferProgress(completedBytes: Int64(body.count), totalBytes: Int64(body.count))) }
+            progress.head(response.status, response.headers)
+            await request.interceptors.didReceive(
+                status: response.status, headers: response.headers, for: sent, attempt: request.attempt,
+                visited: redirects.visited, originalURL: redirects.originalURL)
+            if let completion = current.cacheCompletion, completion.mustResendWhole(status: response.status.code, headers: response.headers) {
+                // The cache asked for the bytes its stored part lacks and got something else: ask for everything.
+                try await discardBody(of: response)
+                redirects.dropCacheCompletion()
+                continue
+            }
+            switch redirects.receivedResponse(status: response.status.code, headers: response.headers) {
+            case .deliver:
+                let destination = current.destination
+                let code = response.status.code
+                if !destination.keepsInMemory, destination.acceptableStatusCodes.contains(code) || ((resume?.offset ?? 0) > 0 && code == 416) {
+                    switch try await transfer(response, for: current, resume: &resume, progress: progress) {
+                    case .delivered(let files, let status, let headers):
+                        var delivered = NetworkResponse(
+                            status: status, headers: headers, body: Data(),
+                            url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain)
+                        delivered.fileURLs = files
+                        return .success(delivered)
+                    case .startOver:
+                        redirects.setHeaders([:], removing: [.range, .ifRange])
+                        continue
+                    case .continueWith(let fields):
+                        redirects.setHeaders(fields)
+                        continue
+                    }
+                }
+                let body = try await readBody(of: response, for: current, progress: progress)
+                // A body stream carries the body of an accepted answer only; this one fails the operation.
+                destination.channel?.finish(NetworkError(
+                    .unacceptableStatus, "the server answered \(response.status.code) \(response.status.reasonPhrase)",
+                    url: current.url.absoluteString))
+                return .success(NetworkResponse(
+                    status: response.status, headers: response.headers, body: body,
+                    url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain))
+            case .follow(let next):
+                if let source = next.bodySource, !source.isReplayable {
+                    // A 307/308 asks for the same body again; a caller's one-shot stream is gone.
+                    return .failure(NetworkError(
+                        .bodyNotReplayable, "the \(response.status.code) redirect needs the body again, and a stream body can be sent once",
+                        url: current.url.absoluteString))
+                }
+                progress.redirect(next.url)
+                request.logger.debug("courier following redirect", metadata: [
+                    "courier-status": "\(response.status.code)", "courier-url": "\(next.url.redactedForLogs)",
+                ])
+                try await discardBody(of: response)
+            case .fail(let error):
+                return .failure(error)
+            }
         }
     }
 
