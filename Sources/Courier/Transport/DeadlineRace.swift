@@ -1,12 +1,16 @@
 import NIOConcurrencyHelpers
+import NIOCore
 
 /// A flight racing its total timeout: whichever ends first answers, once; the other is cancelled and
-/// not waited for (a transport that ignores cancellation cannot hold the answer back).
+/// not waited for (a transport that ignores cancellation cannot hold the answer back). The timer is a
+/// task scheduled on an event loop, cancelled (and its memory freed) when the flight answers first: a
+/// cancelled `Task.sleep` would keep its memory until its deadline (swiftlang/swift#60441), which under
+/// sustained load with a 30-second timeout is tens of megabytes.
 final class DeadlineRace: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Result<NetworkResponse, NetworkError>, Never>?
         var flight: Task<Void, Never>?
-        var timer: Task<Void, Never>?
+        var timer: Scheduled<Void>?
         var answer: Result<NetworkResponse, NetworkError>?
         var isCancelled = false
     }
@@ -24,7 +28,7 @@ final class DeadlineRace: Sendable {
     }
 
     /// The two contenders; cancelled at once when the race is already over or cancelled.
-    func attach(_ flight: Task<Void, Never>, timer: Task<Void, Never>) {
+    func attach(_ flight: Task<Void, Never>, timer: Scheduled<Void>) {
         let cancelBoth = state.withLockedValue { state in
             state.flight = flight
             state.timer = timer
@@ -41,7 +45,7 @@ final class DeadlineRace: Sendable {
     func finish(_ result: Result<NetworkResponse, NetworkError>, won: (() -> Void)? = nil) {
         let (first, continuation, flight, timer) = state.withLockedValue { state in
             guard state.answer == nil else {
-                return (false, nil as CheckedContinuation<Result<NetworkResponse, NetworkError>, Never>?, nil as Task<Void, Never>?, nil as Task<Void, Never>?)
+                return (false, nil as CheckedContinuation<Result<NetworkResponse, NetworkError>, Never>?, nil as Task<Void, Never>?, nil as Scheduled<Void>?)
             }
             state.answer = result
             defer { state.continuation = nil }

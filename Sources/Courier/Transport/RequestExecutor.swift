@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOPosix
 
 /// Runs one flight: sends a prepared request through a transport, follows redirects by the
 /// request's policy, reads the body within its size limit and reports progress.
@@ -44,17 +45,18 @@ struct RequestExecutor: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 race.start(continuation)
-                race.attach(Task {
+                let flightTask = Task {
                     let result = await flight(request, deadline: deadline, progress: progress, whileHoldingFiles: whileHoldingFiles)
                     race.finish(result)
-                }, timer: Task {
-                    guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+                }
+                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(deadline: .now() + TimeAmount(total)) {
                     let timeout = NetworkError(
                         .timeout, "the request took longer than its total timeout of \(total)", url: request.url.absoluteString)
                     // When the timeout wins, a body stream's reader hears it too, not the cancellation of the
                     // flight that follows.
                     race.finish(.failure(timeout)) { request.destination.channel?.finish(timeout) }
-                })
+                }
+                race.attach(flightTask, timer: timer)
             }
         } onCancel: {
             race.cancel()
