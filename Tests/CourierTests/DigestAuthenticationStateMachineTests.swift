@@ -55,6 +55,22 @@ struct DigestAuthenticationStateMachineTests {
         #expect(machine.currentNonce(in: .init(origin: Self.origin, realm: "two")) == "m1")
     }
 
+    @Test func aServerBouncingBetweenRealmsIsAnsweredABoundedNumberOfTimes() {
+        // A wrong password against a server whose 401s alternate between two realms, a new nonce each time.
+        var machine = Machine(credentials: DigestAuthenticationTests.mufasa)
+        var sent = Self.send(&machine, "/x")
+        var answers = 0
+        var last: Machine.ChallengeAction = .retry
+        for round in 0..<16 {
+            last = machine.receivedChallenges(Self.challenge(realm: "realm-\(round % 2)", nonce: "n\(round)"), for: Self.target("/x"), sent: sent)
+            guard last == .retry else { break }
+            answers += 1
+            sent = Self.send(&machine, "/x")
+        }
+        #expect(last == .fail(.credentialsRejected))
+        #expect(answers <= 2 + 2 * Machine.maximumRenewalsWithoutSuccess, "\(answers) answers")
+    }
+
     @Test func aRejectionInOneRealmLeavesTheOtherAlone() {
         var machine = Machine(credentials: DigestAuthenticationTests.mufasa)
         _ = machine.receivedChallenges(Self.challenge(realm: "one", nonce: "n1"), for: Self.target("/r1/a"), sent: nil)

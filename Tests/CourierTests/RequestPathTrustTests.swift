@@ -254,4 +254,74 @@ struct RequestPathTrustTests {
             #expect(response.statusCode == 200)
         }
     }
+
+    // MARK: review: a rewrite to another host, then its redirect back
+
+    /// Routes `/redirect-to` requests to another origin (a region router, a mirror).
+    struct RouteToOther: RequestInterceptor {
+        let authority: String
+        func adapt(_ request: HTTPRequest, context: InterceptorContext) async throws -> HTTPRequest {
+            guard request.path?.hasPrefix("/redirect-to") == true else { return request }
+            var request = request
+            request.authority = authority
+            return request
+        }
+    }
+
+    @Test func aHostAnInterceptorRoutedToCannotRedirectBackWithCredentials() async throws {
+        try await Self.withServers { api, other in
+            let bearer = BearerTokenAuthenticator(token: "secret-token") { _ in "x" }
+            let engine = Self.engine(api) { $0.interceptors = [RouteToOther(authority: "127.0.0.1:\(other.port)"), bearer] }
+            let headers = ["X-API-Key": "engine-key"]
+            let keyed = NetworkEngine(
+                host: "127.0.0.1", port: api.port, isSecure: false, headers: headers, configuration: engine.configuration, queue: NetworkQueue())
+            let target = api.url("/anything/admin/transfer")
+            _ = try? await keyed.send(keyed.operation(url: api.url("/redirect-to?url=\(Self.query(target))&status=307"), method: .post, body: .json(["amount": 100])))
+            #expect(other.recordedRequests.first?.path == "/redirect-to", "the interceptor routed it to the other host")
+            let arrived = try #require(api.recordedRequests.first { $0.path == "/anything/admin/transfer" })
+            #expect(arrived.header("Authorization") == nil, "\(arrived.header("Authorization") ?? "")")
+            #expect(arrived.header("X-API-Key") == nil, "\(arrived.header("X-API-Key") ?? "")")
+            // A relative Location is the other host's own path.
+            _ = try? await engine.send(engine.operation(url: api.url("/redirect-to?url=\(Self.query("/anything/relative"))&status=302")))
+            #expect(other.recordedRequests.contains { $0.path == "/anything/relative" })
+            #expect(!api.recordedRequests.contains { $0.path == "/anything/relative" })
+        }
+    }
+
+    // MARK: review: the total timeout is the operation's, retries and refreshes included
+
+    @Test func aTotalTimeoutCoversTheRefreshAndTheRetry() async throws {
+        // 2 s for the operation: the refresh takes 1.5 s, the retry with the new token would take 1 s more.
+        // Per attempt (as before) the retry had 2 s of its own and succeeded after 2.5 s; within the
+        // operation's 2 s it cannot.
+        let transport = FakeTransport { request in
+            if request.headers[.authorization] == "Bearer new" {
+                return FakeTransport.reply(status: 200, headers: [:], data: Data("x".utf8), delay: .seconds(1))
+            }
+            return FakeTransport.reply(status: 401, headers: [:], data: Data())
+        }
+        let auth = BearerTokenAuthenticator(token: "old") { _ in
+            try await Task.sleep(for: .milliseconds(1500))
+            return "new"
+        }
+        let engine = NetworkEngine.fake(transport) {
+            $0.interceptors = [auth]
+            $0.timeouts.total = .seconds(2)
+        }
+        let error = await failure(of: engine.operation(path: "slow"))
+        #expect(error?.code == .timeout, "\(String(describing: error))")
+    }
+
+    @Test func aTotalTimeoutCoversEveryAttemptOfARetryPolicy() async throws {
+        let transport = FakeTransport { _ in
+            FakeTransport.reply(status: 503, headers: [:], data: Data("x".utf8), delay: .seconds(1))
+        }
+        let engine = NetworkEngine.fake(transport) {
+            $0.interceptors = [RetryPolicy(maximumAttempts: 5, backoff: RetryBackoff(base: .milliseconds(5), maximum: .milliseconds(10)))]
+            $0.timeouts.total = .milliseconds(2500)
+        }
+        let error = await failure(of: engine.operation(path: "busy"))
+        #expect(error?.code == .timeout, "five 503s of a second each would end in the last 503: \(String(describing: error))")
+        #expect(transport.requests.count <= 3, "\(transport.requests.count) attempts in 2.5 s of 1 s each")
+    }
 }

@@ -206,4 +206,32 @@ struct TransferLockTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty, "nothing kept, as for a 200 or 206 too large")
         }
     }
+
+    // MARK: an explicit cancel while a retry waits
+
+    @Test func cancelWhileARetryWaitsDiscardsTheResumeData() async throws {
+        try await TransferTestSupport.withTemporaryDirectory { (folder: URL) async throws in
+            let file = folder.appendingPathComponent("big.iso")
+            let store = ResumeRecordStore(destination: file)
+            let transport = FakeTransport { _ in
+                FakeTransport.reply(status: 200, headers: [.eTag: "\"v1\"", .contentLength: "1000"], data: Data(Self.body.prefix(500)), parts: 2,
+                                    failure: NetworkError(.connectionLost, "dropped"))
+            }
+            let engine = NetworkEngine.fake(transport) {
+                $0.interceptors = [RetryPolicy(maximumAttempts: 3, backoff: RetryBackoff(base: .seconds(3), maximum: .seconds(3)))]
+            }
+            let operation = engine.operation(url: Self.url).download(to: file, resumable: true)
+            let outcome = Task { await failure(of: operation) }
+            // The first attempt kept its bytes and record; the retry waits out its backoff, holding nothing.
+            #expect(await eventually(timeout: .seconds(10)) {
+                FileManager.default.fileExists(atPath: store.recordURL.path) && !Self.isHeld(store) && transport.requests.count == 1
+            })
+            operation.cancel()
+            #expect(await outcome.value?.code == .cancelled)
+            #expect(await eventually(timeout: .seconds(10)) {
+                !FileManager.default.fileExists(atPath: store.partialURL.path) && !FileManager.default.fileExists(atPath: store.recordURL.path)
+            }, "cancel() gives up the resume data: \((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])")
+            #expect(transport.requests.count == 1)
+        }
+    }
 }

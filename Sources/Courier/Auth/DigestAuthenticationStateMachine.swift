@@ -113,6 +113,8 @@ struct DigestAuthenticationStateMachine: Sendable {
     }
 
     private var sessions: [ProtectionSpace: Session] = [:]
+    /// Per origin: challenges for another realm than the one answered, since credentials were last accepted.
+    private var realmSwitchesWithoutSuccess: [String: Int] = [:]
     /// Which realm serves which paths of an origin; see ``Scope``.
     private var scopes: [Scope] = []
     /// A server that keeps answering with new nonces is not believed forever.
@@ -175,6 +177,13 @@ struct DigestAuthenticationStateMachine: Sendable {
         guard let challenge = Self.preferred(offered) else { return .fail(.unsupportedChallenge) }
         let space = ProtectionSpace(origin: target.origin, realm: challenge.realm)
         remember(challenge, challengedAt: target, domain: offered.first { $0.realm == challenge.realm }?.parameter("domain"))
+        if let sent, sent.realm != challenge.realm {
+            // Credentials for another realm went and were not taken: a move to another realm, answered a
+            // bounded number of times in a row (a server bouncing between realms would loop otherwise).
+            let switches = realmSwitchesWithoutSuccess[target.origin] ?? 0
+            guard switches < Self.maximumRenewalsWithoutSuccess else { return .fail(.credentialsRejected) }
+            realmSwitchesWithoutSuccess[target.origin] = switches + 1
+        }
         guard let sent, sent.realm == challenge.realm, var session = sessions[space] else {
             // Nothing sent for this protection space: its first challenge (or another realm's credentials
             // went). Answered with this nonce unless the session already has it.
@@ -211,6 +220,7 @@ struct DigestAuthenticationStateMachine: Sendable {
     ///     (RFC 7616 §3.5) replaces the nonce for later requests, counting from 1 again.
     mutating func receivedSuccess(for target: Target, sent: Sent, authenticationInfo: String? = nil) {
         let space = ProtectionSpace(origin: target.origin, realm: sent.realm)
+        realmSwitchesWithoutSuccess[target.origin] = nil
         guard var session = sessions[space] else { return }
         session.renewalsWithoutSuccess = 0
         guard session.challenge.nonce == sent.nonce else {
@@ -262,6 +272,8 @@ struct DigestAuthenticationStateMachine: Sendable {
         if scopes.count > Self.maximumScopes { scopes.removeFirst(scopes.count - Self.maximumScopes) }
         let known = Set(scopes.map { ProtectionSpace(origin: $0.origin, realm: $0.realm) })
         sessions = sessions.filter { known.contains($0.key) || $0.key.origin == target.origin && $0.key.realm == challenge.realm }
+        let origins = Set(scopes.map(\.origin))
+        realmSwitchesWithoutSuccess = realmSwitchesWithoutSuccess.filter { origins.contains($0.key) }
     }
 }
 

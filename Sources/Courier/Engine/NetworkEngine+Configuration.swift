@@ -193,7 +193,9 @@ extension NetworkEngine {
         public var connect: Duration = .seconds(10)
         /// How long the server may stay silent while a response is awaited or read; 60 s by default.
         public var read: Duration = .seconds(60)
-        /// How long a whole operation (redirects included) may take; no limit by default.
+        /// How long a whole operation may take, from its first attempt: redirects, retries, their waits
+        /// and a token refresh included; no limit by default. When it runs out the operation fails with
+        /// ``NetworkError/Code/timeout``.
         public var total: Duration?
 
         /// Creates timeouts.

@@ -12,8 +12,9 @@ public import HTTPTypes
 /// would end past ``maximumTotalTime``, is not waited for: the failure is reported at once.
 ///
 /// While it waits the operation holds none of the queue's slots; then it takes its old place in line.
-/// An engine's total timeout (``NetworkEngine/Timeouts/total``) bounds each attempt; ``maximumTotalTime``
-/// bounds them all.
+/// An engine's total timeout (``NetworkEngine/Timeouts/total``) bounds the whole operation, attempts
+/// and waits included (a wait that would end past it is not waited for); ``maximumTotalTime`` is this
+/// policy's own limit.
 /// ```swift
 /// configuration.interceptors = [RetryPolicy(maximumAttempts: 5)]
 /// ```

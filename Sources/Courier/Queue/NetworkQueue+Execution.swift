@@ -235,7 +235,6 @@ extension NetworkQueue {
             }
         }
         let work: @Sendable () async -> Void = { [self, logger] in
-            let startedAt: ContinuousClock.Instant? = request.totalTimeout == nil ? nil : .now
             let result = await executor.run(request, progress: progress, whileHoldingFiles: copyToOthers)
             switch result {
             case .success(let response):
@@ -250,7 +249,7 @@ extension NetworkQueue {
                 let failure = Self.retryableFailure(result)
             {
                 let hops = sentHops.withLockedValue { $0 }
-                let deadline = startedAt.flatMap { start in request.totalTimeout.map { start + $0 } }
+                let deadline = request.totalTimeout.map { (request.firstAttemptAt ?? .now) + $0 }
                 await retryOrFinish(
                     flight, request: request, original: hops.first ?? request, sent: hops.last ?? request, result: result, failure: failure,
                     deadline: deadline, logger: logger)
@@ -311,6 +310,13 @@ extension NetworkQueue {
             if request.isMonitored {
                 forEachSubscriber(of: flight) { $0.queueWillRetry(attempt: request.attempt + 1, after: delay, failure: failure) }
             }
+            if let deadline, ContinuousClock.now + delay >= deadline {
+                // The next attempt would begin past the operation's total timeout: it fails now.
+                outcome = .failure(NetworkError(
+                    .timeout, "the request would take longer than its total timeout of \(request.totalTimeout ?? .zero) before its next attempt",
+                    url: request.url.absoluteString, underlying: failure))
+                break
+            }
             if delay > .zero { try? await Task.sleep(for: delay) }
             if !Task.isCancelled {
                 let effects = state.withLockedValue { state -> Effects? in
@@ -326,6 +332,12 @@ extension NetworkQueue {
                 }
             }
             outcome = .failure(.cancelled(url: request.url.absoluteString))
+            // Cancelled while waiting to retry, no flight holds the files: an explicit cancel's decision to
+            // drop a resumable download's resume data is carried out here.
+            let destination = request.destination
+            if destination.isResumable, destination.control.isDiscarding {
+                NetworkOperation.discardResumeData(for: destination.files)
+            }
         }
         let effects = state.withLockedValue { state in
             state.flights[flight] = nil

@@ -21,6 +21,13 @@ struct RedirectStateMachine {
         self.originalURL = request.url
     }
 
+    /// The interceptors sent ``current`` to `url` (one rewrote it): a redirect is resolved against the
+    /// URL the answer came from, and it is that URL's origin the next hop is compared with (a host an
+    /// interceptor routed the request to cannot redirect it back to the engine's with its credentials).
+    mutating func sent(to url: URL) {
+        if url != current.url { current.url = url }
+    }
+
     /// The URLs of the hops before ``current``, in order (the original URL first, once a redirect was followed).
     var visited: [URL] { chain.isEmpty ? [] : chain.map(\.url) }
 

@@ -40,7 +40,8 @@ struct RequestExecutor: Sendable {
         guard let total = request.totalTimeout else {
             return await flight(request, deadline: nil, progress: progress, whileHoldingFiles: whileHoldingFiles)
         }
-        let deadline = ContinuousClock.now + total
+        // The whole operation's: counted from its first attempt, so retries (and their waits) are within it.
+        let deadline = (request.firstAttemptAt ?? .now) + total
         let race = DeadlineRace(url: request.url.absoluteString)
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -49,7 +50,7 @@ struct RequestExecutor: Sendable {
                     let result = await flight(request, deadline: deadline, progress: progress, whileHoldingFiles: whileHoldingFiles)
                     race.finish(result)
                 }
-                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(deadline: .now() + TimeAmount(total)) {
+                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(deadline: NIODeadline(deadline)) {
                     let timeout = NetworkError(
                         .timeout, "the request took longer than its total timeout of \(total)", url: request.url.absoluteString)
                     // When the timeout wins, a body stream's reader hears it too, not the cancellation of the
@@ -130,6 +131,7 @@ struct RequestExecutor: Sendable {
             let sent = try await request.interceptors.adapt(
                 current, attempt: request.attempt, visited: redirects.visited, originalURL: redirects.originalURL)
             try Task.checkCancellation()
+            redirects.sent(to: sent.url)
             progress.sending(sent)
             let wire = try await transportRequest(for: sent, deadline: deadline, progress: progress)
             let response = try await transport.execute(wire)
