@@ -133,7 +133,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     public let method: HTTPRequest.Method
     /// A stable identity of the request: SHA-256 over the method, the normalised URL and the body's digest
     /// (see <doc:Operations>). Equal for two operations that would send the same request. Computed when
-    /// asked (the queue compares ``identity`` instead, without hashing).
+    /// asked (the queue compares the text it digests instead, without hashing).
     public var uniqueIdentifier: String { Self.makeUniqueIdentifier(method: method, url: urlString, body: body) }
 
     /// What ``uniqueIdentifier`` digests, before the digest: `METHOD SP normalised-URL`, then LF and the

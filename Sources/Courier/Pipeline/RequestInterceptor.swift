@@ -160,7 +160,7 @@ public struct InterceptorContext: Sendable {
         return Self.crossOrigin(url: url, originalURL: originalURL, visited: [], engineOrigin: engineOrigin)
     }
 
-    /// Time since the first attempt began (``retry(_:after:context:)``; zero while adapting).
+    /// Time since the first attempt began (``RequestInterceptor/retry(_:after:context:)``; zero while adapting).
     public var elapsed: Duration = .zero
 
     /// Set by the pipeline, which knows the whole chain (``crossOrigin(url:originalURL:visited:engineOrigin:)``).
