@@ -250,6 +250,7 @@ struct CLITests {
         #expect(demo.stdout.contains("3145728 bytes on disk"))
         #expect(demo.stdout.contains("two identical downloads to two files: 1 request, both files written"))
         #expect(demo.stdout.contains("10 requests with an expired token, refused with 401: 1 token refresh, 10 succeeded with the new token"))
+        #expect(demo.stdout.contains("a POST to a link elsewhere that redirects to the API: it arrives without the token"))
         #expect(demo.stdout.contains("a server answering 503 with Retry-After: 0: 3 attempts"))
         #expect(ContinuousClock.now - started < .seconds(45), "the demo must stay well under a minute")
     }
