@@ -234,4 +234,32 @@ struct TransferLockTests {
             #expect(transport.requests.count == 1)
         }
     }
+
+    // MARK: a whole body that cannot be put in place
+
+    @Test func aWholeBodyThatCannotBePutInPlaceIsKeptAndFinishedNextTime() async throws {
+        try await TransferTestSupport.withTemporaryDirectory { (folder: URL) async throws in
+            let file = folder.appendingPathComponent("big.iso")
+            let store = ResumeRecordStore(destination: file)
+            try FileManager.default.createDirectory(at: file, withIntermediateDirectories: false)   // in the way
+            try Data("x".utf8).write(to: file.appendingPathComponent("inside"))
+            let transport = FakeTransport { request in
+                if request.headers[.range] == "bytes=1000-" {
+                    return FakeTransport.reply(status: 416, headers: [.eTag: "\"v1\"", .contentRange: "bytes */1000"], data: Data())
+                }
+                return FakeTransport.reply(status: 200, headers: [.eTag: "\"v1\"", .contentLength: "1000"], data: Self.body, parts: 4)
+            }
+            let engine = NetworkEngine.fake(transport)
+            let error = await failure(of: engine.operation(url: Self.url).download(to: file, resumable: true))
+            #expect(error?.code == .fileUnavailable)
+            #expect(try Data(contentsOf: store.partialURL) == Self.body, "the whole body is kept")
+            #expect(await store.read()?.bytesOnDisk == 1000)
+            #expect(!Self.isHeld(store))
+            try FileManager.default.removeItem(at: file)
+            _ = try await engine.send(engine.operation(url: Self.url).download(to: file, resumable: true))
+            #expect(try Data(contentsOf: file) == Self.body)
+            #expect(transport.requests.map { $0.headers[.range] } == [nil, "bytes=1000-"], "finished without the bytes again")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["big.iso"])
+        }
+    }
 }

@@ -118,6 +118,7 @@ extension RequestExecutor {
             resume = nil
             throw Self.tooLarge(total, limit: limit, url: request.url)
         }
+        var keptAfterFailedFinish = false
         var writer = destination.files.isEmpty ? nil : try await DownloadWriter.open(destination.files, holding: resume?.partial, resumingAt: offset)
         if let record = pendingRecord, let partial = resume?.partial {
             do { try await partial.writeRecord(record) } catch {
@@ -145,6 +146,8 @@ extension RequestExecutor {
                 progress.download(report)
             }
             let received = meter.completed
+            // What the bytes on disk are, should the finished file fail to go in place.
+            let completeRecord = resume?.machine.record
             if var driver = resume {
                 switch driver.machine.bodyComplete() {
                 case .complete: break
@@ -166,8 +169,21 @@ extension RequestExecutor {
                 }
                 resume = driver
             }
-            try await writer?.finish()   // a resumable download's record goes with it, under its lock
+            do {
+                try await writer?.finish()   // a resumable download's record goes with it, under its lock
+            } catch {
+                // The body is whole but could not be put in place (the destination is a folder, its folder
+                // read-only): a resumable download keeps it, with its record, still under its lock; the
+                // next download is answered 416 and finishes it without the bytes again.
+                if let driver = resume, destination.keepsPartialFile, let record = completeRecord {
+                    try? await driver.partial.writeRecord(record)
+                    await driver.partial.release(keeping: true)
+                    keptAfterFailedFinish = true
+                }
+                throw error
+            }
         } catch {
+            if keptAfterFailedFinish { throw error }
             // Cleanup runs to its end even in a cancelled task: the record it keeps is what resumes.
             let current = resume
             resume = await uncancelled { [writer] in
