@@ -62,6 +62,31 @@ struct QueueStateMachineTests {
         #expect(machine.enqueue(op(3), priority: .normal, key: c, group: 1).joinedRunning == [op(3)])
     }
 
+    @Test func withATotalTimeoutAnOperationJoinsOnlyAFlightNotYetStarted() {
+        func timed(_ total: Duration?) -> CoalescingKey {
+            CoalescingKey(
+                request: PreparedRequest(
+                    method: .get, url: URL(string: "http://h/x")!, headers: [:], body: nil, options: TransportOptions(),
+                    redirects: .follow(), maximumBodySize: 1 << 20, totalTimeout: total, logger: .courierSilent),
+                uniqueIdentifier: "x")
+        }
+        var machine = Machine(maximumConcurrent: 1)
+        #expect(started(machine.enqueue(op(1), priority: .normal, key: timed(.seconds(3)))) == [[op(1)]])
+        // The flight runs (its deadline counts): the same request with a total timeout waits for a flight of its own.
+        let second = machine.enqueue(op(2), priority: .normal, key: timed(.seconds(3)))
+        #expect(second.joinedRunning.isEmpty && second.start.isEmpty)
+        // ... which the next one joins, since it has not started.
+        let third = machine.enqueue(op(3), priority: .normal, key: timed(.seconds(3)))
+        #expect(third.joinedRunning.isEmpty)
+        let done = machine.flightFinished(QueueStateMachine.FlightID(rawValue: 0))
+        #expect(done.deliver == [op(1)])
+        #expect(started(done) == [[op(2), op(3)]])
+        // Without a total timeout a running flight is joined.
+        var untimed = Machine(maximumConcurrent: 1)
+        _ = untimed.enqueue(op(4), priority: .normal, key: timed(nil))
+        #expect(untimed.enqueue(op(5), priority: .normal, key: timed(nil)).joinedRunning == [op(5)])
+    }
+
     @Test func higherPriorityStartsFirstAndFIFOWithinAPriority() {
         var machine = Machine(maximumConcurrent: 1, isSuspended: true)
         _ = machine.enqueue(op(1), priority: .low, key: nil)

@@ -176,9 +176,11 @@ struct DigestAuthenticationStateMachine: Sendable {
         guard !offered.isEmpty else { return .ignore }
         guard let challenge = Self.preferred(offered) else { return .fail(.unsupportedChallenge) }
         let space = ProtectionSpace(origin: target.origin, realm: challenge.realm)
+        let mapped = realm(for: target)
         remember(challenge, challengedAt: target, domain: offered.first { $0.realm == challenge.realm }?.parameter("domain"))
-        if let sent, sent.realm != challenge.realm {
-            // Credentials for another realm went and were not taken: a move to another realm, answered a
+        if let sent, sent.realm != challenge.realm, mapped == sent.realm {
+            // Credentials for another realm went, and nothing had learned the move yet (requests in flight
+            // that went before another one learned it are not counted): a move to another realm, answered a
             // bounded number of times in a row (a server bouncing between realms would loop otherwise).
             let switches = realmSwitchesWithoutSuccess[target.origin] ?? 0
             guard switches < Self.maximumRenewalsWithoutSuccess else { return .fail(.credentialsRejected) }

@@ -341,7 +341,11 @@ struct QueueStateMachine {
     /// Puts an operation whose dependencies are met into a flight: a matching one, or a new one.
     private mutating func admit(_ id: OperationID, into action: inout Action) {
         guard var member = members[id] else { return }
-        if let key = member.key, let flightID = coalescing[key], var flight = flights[flightID] {
+        // A flight already started has spent part of its total timeout (counted from its first attempt): an
+        // operation with one of its own does not join it, or it would get only what is left.
+        if let key = member.key, let flightID = coalescing[key], var flight = flights[flightID],
+            flight.state == .waiting || key.totalTimeout == nil
+        {
             flight.subscribers.append(id)
             flights[flightID] = flight
             member.membership = .subscribed(flightID)

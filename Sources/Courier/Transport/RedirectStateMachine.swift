@@ -24,9 +24,14 @@ struct RedirectStateMachine {
     /// The interceptors sent ``current`` to `url` (one rewrote it): a redirect is resolved against the
     /// URL the answer came from, and it is that URL's origin the next hop is compared with (a host an
     /// interceptor routed the request to cannot redirect it back to the engine's with its credentials).
+    /// The rewrite is not kept in ``current``: a request sent again without a redirect (a resumable
+    /// download's next range, a start over) is adapted again from the URL as composed.
     mutating func sent(to url: URL) {
-        if url != current.url { current.url = url }
+        sentURL = url == current.url ? nil : url
     }
+
+    /// Where the interceptors sent ``current``, when they rewrote its URL.
+    private var sentURL: URL?
 
     /// The URLs of the hops before ``current``, in order (the original URL first, once a redirect was followed).
     var visited: [URL] { chain.isEmpty ? [] : chain.map(\.url) }
@@ -38,7 +43,8 @@ struct RedirectStateMachine {
         guard Self.redirectStatuses.contains(status), current.redirects.maximumRedirects > 0,
             let location = headers[.location]
         else { return .deliver }
-        let from = current.url
+        let from = sentURL ?? current.url
+        sentURL = nil
         guard let target = URL(string: location, relativeTo: from)?.absoluteURL,
             let scheme = target.scheme?.lowercased(), target.host?.isEmpty == false
         else {
