@@ -107,7 +107,7 @@ struct InterceptorChain: Sendable {
     /// - Parameters:
     ///   - original: The first request of the attempt that failed, as sent: what a retry repeats.
     ///   - sent: The last request of that attempt, as sent: what failed.
-    ///   - deadline: When the decision must be made by (the attempt's total timeout); it and the task's
+    ///   - deadline: When the decision must be made by (the operation's total timeout); it and the task's
     ///     cancellation end a wait inside an interceptor (a token refresh).
     func retryDecision(
         original: PreparedRequest, sent: PreparedRequest, after failure: NetworkError, attempt: Int, elapsed: Duration,

@@ -60,8 +60,8 @@ public protocol RequestInterceptor: Sendable {
     /// failed, `context.isCrossOrigin` says whether the request (or its chain) was outside the
     /// engine's origin, `context.elapsed` the time since the first attempt began.
     ///
-    /// The pipeline bounds the decision: when the engine's total timeout (counted from the start of the
-    /// attempt that failed) runs out, or the operation is cancelled, while an interceptor decides (a
+    /// The pipeline bounds the decision: when the engine's total timeout (the whole operation's, counted
+    /// from its first attempt) runs out, or the operation is cancelled, while an interceptor decides (a
     /// token refresh that does not return), the operation fails with ``NetworkError/Code/timeout`` or
     /// ``NetworkError/Code/cancelled`` at once.
     ///
