@@ -66,6 +66,20 @@ enum Machine {
     /// structure holds; RSS moves in pages and keeps freed memory.
     static var allocatedBytes: Int { Int(bench_allocated_bytes()) }
 
+    /// Whether `mallocCalls` counts (glibc: the executable interposes malloc, calloc and realloc).
+    static var countsMallocCalls: Bool { bench_allocation_counting_available() != 0 }
+
+    /// Runs `work` with malloc/calloc/realloc calls counted in every thread of this process, and
+    /// returns how many there were (nil where the counter does not work).
+    static func mallocCalls<T>(_ work: () async throws -> T) async rethrows -> (T, Int?) {
+        guard countsMallocCalls else { return (try await work(), nil) }
+        bench_count_allocations(true)
+        defer { bench_count_allocations(false) }
+        let before = bench_allocation_calls()
+        let result = try await work()
+        return (result, Int(bench_allocation_calls() - before))
+    }
+
     /// Seconds since an arbitrary point, monotonic.
     static var now: Double {
         var time = timespec()

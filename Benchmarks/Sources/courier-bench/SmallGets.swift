@@ -18,6 +18,7 @@ enum SmallGets {
             metrics: [
                 Metric(name: "requests/s", unit: "requests per second", higherIsBetter: true),
                 Metric(name: "CPU us/request", unit: "client CPU microseconds (user+system) per request", higherIsBetter: false),
+                Metric(name: "mallocs/request", unit: "malloc + calloc + realloc calls per request, every thread of the client", higherIsBetter: false),
             ],
             baseline: "async-http-client (raw)",
             contenders: [
@@ -33,13 +34,16 @@ enum SmallGets {
             ])
     }
 
-    /// Measures a run of the in-process work: wall time and this process's CPU time.
+    /// Measures a run of the in-process work: wall time, this process's CPU time and its malloc calls
+    /// (counting costs one relaxed atomic add per call, paid alike by every in-process contender).
     static func measure(_ count: Int, _ work: () async throws -> Void) async rethrows -> Figures {
         let cpu = Machine.cpuMicroseconds
         let started = Machine.now
-        try await work()
+        let (_, mallocs) = try await Machine.mallocCalls(work)
         let seconds = Machine.now - started
-        return ["requests/s": Double(count) / seconds, "CPU us/request": (Machine.cpuMicroseconds - cpu) / Double(count)]
+        var figures = ["requests/s": Double(count) / seconds, "CPU us/request": (Machine.cpuMicroseconds - cpu) / Double(count)]
+        if let mallocs { figures["mallocs/request"] = Double(mallocs) / Double(count) }
+        return figures
     }
 
     /// The baseline: async-http-client configured as Courier configures it, `inFlight` workers.
