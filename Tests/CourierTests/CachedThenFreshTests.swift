@@ -20,9 +20,9 @@ struct CachedThenFreshTests {
         }
     }
 
-    func engine(_ transport: FakeTransport) -> NetworkEngine {
+    func engine(_ transport: FakeTransport, queue: NetworkQueue = NetworkQueue()) -> NetworkEngine {
         let cache = ResponseCache(directory: nil, clock: { [clock] in clock.now })
-        return NetworkEngine.fake(transport) {
+        return NetworkEngine.fake(transport, queue: queue) {
             $0.cache = cache
             $0.cachePolicy = .cachedThenFresh
         }
@@ -99,11 +99,17 @@ struct CachedThenFreshTests {
 
     @Test func identicalOperationsShareOneRequestAndEachHearsEachAnswerOnce() async throws {
         let transport = origin(NIOLockedValueBox("v1"))
-        let engine = engine(transport)
+        let queue = NetworkQueue()
+        let engine = engine(transport, queue: queue)
         _ = await updates(engine.operation(path: "timeline"))
         let ops = (0..<10).map { _ in engine.operation(path: "timeline") }
+        // Held until all ten are in the queue: identical work enqueued together is one request (one that
+        // finished before the last was enqueued would rightly be another).
+        queue.suspend()
         let results = await withTaskGroup(of: [String].self) { group in
             for op in ops { group.addTask { await updates(op).names } }
+            #expect(await eventually { queue.operationCount == 10 })
+            queue.go()
             return await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results.allSatisfy { $0 == ["cached", "notModified"] }, "\(results)")
