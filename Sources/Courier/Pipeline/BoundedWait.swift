@@ -1,9 +1,12 @@
 import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
 
 /// Waits for work that may never end (an interceptor's retry decision, a token refresh) no longer than
 /// a deadline, and no longer than the waiting task is not cancelled. The work runs in a task of its own;
 /// when the wait ends first, that task is cancelled and not waited for, so work that ignores
-/// cancellation cannot hold the caller.
+/// cancellation cannot hold the caller. The deadline is a task scheduled on an event loop, like
+/// ``DeadlineRace``'s: cancelled and freed when the wait ends first.
 final class BoundedWait<Value: Sendable>: Sendable {
     /// How the wait ended.
     enum Outcome: Sendable {
@@ -14,7 +17,8 @@ final class BoundedWait<Value: Sendable>: Sendable {
 
     private struct State {
         var continuation: CheckedContinuation<Outcome, Never>?
-        var tasks: [Task<Void, Never>] = []
+        var work: Task<Void, Never>?
+        var timer: Scheduled<Void>?
         var outcome: Outcome?
     }
 
@@ -35,37 +39,38 @@ final class BoundedWait<Value: Sendable>: Sendable {
                     continuation.resume(returning: outcome)
                     return
                 }
-                var tasks = [Task { wait.finish(.value(await work())) }]
-                if let deadline {
-                    tasks.append(Task {
-                        guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
-                        wait.finish(.timedOut)
-                    })
+                let task = Task { wait.finish(.value(await work())) }
+                let timer = deadline.map { deadline in
+                    MultiThreadedEventLoopGroup.singleton.any().scheduleTask(deadline: NIODeadline(deadline)) { wait.finish(.timedOut) }
                 }
-                wait.attach(tasks)
+                wait.attach(task, timer: timer)
             }
         } onCancel: {
             wait.finish(.cancelled)
         }
     }
 
-    private func attach(_ tasks: [Task<Void, Never>]) {
+    private func attach(_ work: Task<Void, Never>, timer: Scheduled<Void>?) {
         let finished = state.withLockedValue { state in
-            state.tasks = tasks
+            (state.work, state.timer) = (work, timer)
             return state.outcome != nil
         }
-        if finished { for task in tasks { task.cancel() } }
+        if finished {
+            work.cancel()
+            timer?.cancel()
+        }
     }
 
     /// The first call answers; every contender is then cancelled.
     private func finish(_ outcome: Outcome) {
-        let (continuation, tasks) = state.withLockedValue { state -> (CheckedContinuation<Outcome, Never>?, [Task<Void, Never>]) in
-            guard state.outcome == nil else { return (nil, []) }
+        let (continuation, work, timer) = state.withLockedValue { state -> (CheckedContinuation<Outcome, Never>?, Task<Void, Never>?, Scheduled<Void>?) in
+            guard state.outcome == nil else { return (nil, nil, nil) }
             state.outcome = outcome
             defer { state.continuation = nil }
-            return (state.continuation, state.tasks)
+            return (state.continuation, state.work, state.timer)
         }
         continuation?.resume(returning: outcome)
-        for task in tasks { task.cancel() }
+        work?.cancel()
+        timer?.cancel()
     }
 }

@@ -95,7 +95,7 @@ struct ResumeRecordStore: Sendable {
     }
 
     /// Removes the partial file and its record, unless another download (of this process or another)
-    /// holds the partial file: then both stay (``PartialFile/remove(at:)``).
+    /// holds the partial file: then both stay (``PartialFile/remove(at:record:)``).
     func removePartial() async {
         let (partial, record) = (partialURL.path, recordURL.path)
         _ = try? await NIOThreadPool.singleton.runIfActive { PartialFile.remove(at: partial, record: record) }

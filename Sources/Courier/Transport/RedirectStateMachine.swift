@@ -34,7 +34,7 @@ struct RedirectStateMachine {
     private var sentURL: URL?
 
     /// The URLs of the hops before ``current``, in order (the original URL first, once a redirect was followed).
-    var visited: [URL] { chain.isEmpty ? [] : chain.map(\.url) }
+    var visited: [URL] { chain.map(\.url) }
 
     static let redirectStatuses: Set<Int> = [301, 302, 303, 307, 308]
 
