@@ -26,6 +26,8 @@ public final class NetworkEngine: Sendable {
     public let queue: NetworkQueue
     /// The headers sent with every request: `User-Agent`, `Accept-Language`, then the engine's own.
     public let defaultHeaders: HTTPFields
+    /// ``defaultHeaders`` without its credentials: what a request to another origin gets (computed once).
+    private let foreignDefaultHeaders: HTTPFields
 
     private let composer: Result<URLComposer, NetworkError>
     private let headerError: NetworkError?
@@ -104,6 +106,8 @@ public final class NetworkEngine: Sendable {
             }
         }
         self.defaultHeaders = fields
+        let sensitive = Set(configuration.sensitiveHeaderNames.map { $0.lowercased() }).union(CredentialFields.names)
+        self.foreignDefaultHeaders = SensitiveHeaders.removed(sensitive, from: fields)
         self.headerError = headerError
         let baseURL = (try? composer.get()).flatMap { URL(string: $0.baseURLString) }
         let connectivity = EngineConnectivity(
@@ -166,6 +170,7 @@ public final class NetworkEngine: Sendable {
     ) -> NetworkOperation {
         let valid: Result<String, NetworkError>
         var credentials: PasswordCredentials?
+        var target: URL?
         if let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "http" || scheme == "https",
             parsed.host?.isEmpty == false
         {
@@ -174,15 +179,18 @@ public final class NetworkEngine: Sendable {
                 components.user = nil
                 components.password = nil
                 valid = .success(components.string ?? url)
+                target = components.string.flatMap(URL.init(string:))
             } else {
                 valid = .success(url)
+                target = parsed
             }
         } else {
             valid = .failure(NetworkError(.invalidURL, "not an absolute http(s) URL", url: url))
         }
+        // Parsed once: the headers and the operation use the same URL.
         let operation = makeOperation(
             url: valid, fallback: (try? valid.get()) ?? url, params: params, method: method, body: body,
-            headers: defaultHeaders(for: try? valid.get()))
+            headers: defaultHeaders(for: target), parsed: target)
         if let credentials {
             do {
                 operation.setHeader(try BasicAuthentication.authorization(for: credentials), forName: "Authorization")
@@ -213,17 +221,14 @@ public final class NetworkEngine: Sendable {
     /// The default headers for a request to `url`: all of them on the engine's origin; elsewhere, all but
     /// the credentials among them (``Configuration/sensitiveHeaderNames``: an `X-API-Key` goes to the
     /// engine's API only, as a redirect to another origin would drop it too).
-    private func defaultHeaders(for url: String?) -> HTTPFields {
-        guard let target = url.flatMap(URL.init(string:)),
-            OutboxRecord.origin(of: target) != context.connectivity.origin
-        else { return defaultHeaders }
-        let sensitive = Set(configuration.sensitiveHeaderNames.map { $0.lowercased() }).union(CredentialFields.names)
-        return SensitiveHeaders.removed(sensitive, from: defaultHeaders)
+    private func defaultHeaders(for url: URL?) -> HTTPFields {
+        guard let url, OutboxRecord.origin(of: url) != context.connectivity.origin else { return defaultHeaders }
+        return foreignDefaultHeaders
     }
 
     private func makeOperation(
         url: Result<String, NetworkError>, fallback: String, params: [String: ParameterValue],
-        method: HTTPRequest.Method, body: RequestBody?, headers: HTTPFields? = nil
+        method: HTTPRequest.Method, body: RequestBody?, headers: HTTPFields? = nil, parsed: URL? = nil
     ) -> NetworkOperation {
         var body = body
         var url = url
@@ -235,8 +240,10 @@ public final class NetworkEngine: Sendable {
             }
         }
         let urlString = (try? url.get()) ?? fallback
+        // A URL the caller already parsed is reused when parameters did not change it.
+        let known = params.isEmpty ? parsed : nil
         let parsed = url.flatMap { string in
-            URL(string: string).map { .success($0) } ?? .failure(NetworkError(.invalidURL, "not a valid URL", url: string))
+            (known ?? URL(string: string)).map { .success($0) } ?? .failure(NetworkError(.invalidURL, "not a valid URL", url: string))
         }
         return NetworkOperation(
             method: method, url: parsed, urlString: urlString, headers: headers ?? defaultHeaders, body: body,

@@ -139,6 +139,11 @@ extension NetworkOperation {
 
     /// Normalises `scheme://authority/path?query#fragment` as text (no URL parsing on the hot path).
     static func normalizedURL(_ string: String) -> String {
+        isNormalized(string) ? string : rebuiltURL(string)
+    }
+
+    /// ``normalizedURL(_:)`` the long way, for a URL that is not normalised already.
+    static func rebuiltURL(_ string: String) -> String {
         guard let schemeEnd = string.range(of: "://") else { return string }
         let scheme = string[..<schemeEnd.lowerBound].lowercased()
         let rest = string[schemeEnd.upperBound...]
@@ -150,5 +155,40 @@ extension NetworkOperation {
         if let hash = tail.firstIndex(of: "#") { tail = tail[..<hash] }
         let path = tail.first == "/" ? String(tail) : "/" + tail
         return scheme + "://" + authority + path
+    }
+
+    /// Whether ``normalizedURL(_:)`` would return `string` unchanged: a lowercase `scheme://authority`
+    /// without its scheme's default port, a path that starts with `/`, no fragment. Most URLs an engine
+    /// composes are, and this costs no allocation.
+    static func isNormalized(_ string: String) -> Bool {
+        let bytes = string.utf8
+        var index = bytes.startIndex
+        // The scheme: lowercase letters up to "://".
+        var scheme = 0   // 1 for http, 2 for https, 0 for another
+        var schemeLength = 0
+        while index != bytes.endIndex, bytes[index] != UInt8(ascii: ":") {
+            let byte = bytes[index]
+            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { return false }
+            schemeLength += 1
+            index = bytes.index(after: index)
+        }
+        if schemeLength == 4 && string.hasPrefix("http:") { scheme = 1 }
+        if schemeLength == 5 && string.hasPrefix("https:") { scheme = 2 }
+        guard bytes[index...].starts(with: "://".utf8) else { return false }
+        index = bytes.index(index, offsetBy: 3)
+        // The authority: no uppercase letter, not ending in the scheme's default port.
+        let authorityStart = index
+        while index != bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
+            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { return false }
+            index = bytes.index(after: index)
+        }
+        let authority = bytes[authorityStart..<index]
+        if scheme == 1 && authority.suffix(3).elementsEqual(":80".utf8) { return false }
+        if scheme == 2 && authority.suffix(4).elementsEqual(":443".utf8) { return false }
+        // The path must start with "/"; no fragment anywhere after the authority.
+        guard index != bytes.endIndex, bytes[index] == UInt8(ascii: "/") else { return false }
+        return !bytes[index...].contains(UInt8(ascii: "#"))
     }
 }

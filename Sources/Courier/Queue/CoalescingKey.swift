@@ -13,8 +13,10 @@ import HTTPTypes
 /// hashed on every insert, lookup and removal in the queue's coalescing table.
 struct CoalescingKey: Hashable, Sendable {
     let uniqueIdentifier: String
-    /// Header fields as `lowercased-name: value` lines, sorted, so order and case do not matter.
-    let headers: String
+    /// The request's header fields; compared as a multiset (order and name case do not matter).
+    let headers: HTTPFields
+    /// An order-independent hash of ``headers``.
+    private let headersHash: Int
     let options: TransportOptions
     let redirects: RedirectPolicy
     let maximumBodySize: Int
@@ -61,14 +63,15 @@ struct CoalescingKey: Hashable, Sendable {
         self.download = download
         self.runner = runner
         self.sensitiveNames = request.sensitiveNames
-        self.headers = request.headers.map { $0.name.canonicalName + ": " + $0.value }.sorted().joined(separator: "\n")
+        self.headers = request.headers
+        self.headersHash = Self.unorderedHash(of: request.headers)
         self.options = request.options
         self.redirects = request.redirects
         self.maximumBodySize = request.maximumBodySize
         self.totalTimeout = request.totalTimeout
         var hasher = Hasher()
         hasher.combine(uniqueIdentifier)
-        hasher.combine(headers)
+        hasher.combine(headersHash)
         hasher.combine(options)
         hasher.combine(redirects)
         hasher.combine(maximumBodySize)
@@ -81,12 +84,34 @@ struct CoalescingKey: Hashable, Sendable {
 
     static func == (lhs: CoalescingKey, rhs: CoalescingKey) -> Bool {
         lhs.precomputedHash == rhs.precomputedHash && lhs.uniqueIdentifier == rhs.uniqueIdentifier
-            && lhs.headers == rhs.headers && lhs.options == rhs.options && lhs.redirects == rhs.redirects
+            && lhs.headersHash == rhs.headersHash && Self.sameFields(lhs.headers, rhs.headers) && lhs.options == rhs.options && lhs.redirects == rhs.redirects
             && lhs.maximumBodySize == rhs.maximumBodySize && lhs.totalTimeout == rhs.totalTimeout
             && lhs.runner == rhs.runner && lhs.sensitiveNames == rhs.sensitiveNames && lhs.download == rhs.download
     }
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(precomputedHash)
+    }
+
+    /// A hash of the fields that ignores their order: the sum of each field's own hash (names are
+    /// compared by their lowercase canonical form).
+    static func unorderedHash(of fields: HTTPFields) -> Int {
+        var sum = 0
+        for field in fields {
+            var hasher = Hasher()
+            hasher.combine(field.name.canonicalName)
+            hasher.combine(field.value)
+            sum = sum &+ hasher.finalize()
+        }
+        return sum
+    }
+
+    /// Whether two field lists hold the same fields, in any order (asked only of keys whose hashes agree).
+    static func sameFields(_ lhs: HTTPFields, _ rhs: HTTPFields) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        // The same fields in the same order (a key compared with its own copy in the queue's tables).
+        if lhs == rhs { return true }
+        func lines(_ fields: HTTPFields) -> [String] { fields.map { $0.name.canonicalName + ": " + $0.value }.sorted() }
+        return lines(lhs) == lines(rhs)
     }
 }

@@ -197,20 +197,28 @@ extension NetworkQueue {
                 "courier-subscribers": "\(subscribers)",
             ])
         }
-        // The first and the last request of the attempt as sent: a retry repeats the first, is asked about the last.
-        let sentHops = NIOLockedValueBox<(first: PreparedRequest?, last: PreparedRequest?)>((nil, nil))
+        // The first and the last request of the attempt as sent: a retry repeats the first, is asked about the
+        // last. Kept only when something reads them (interceptors); every closure below exists only when the
+        // request or its subscribers need it, so a plain GET pays for none of them.
+        let keepsHops = !request.interceptors.isEmpty
+        let sentHops = keepsHops ? NIOLockedValueBox<(first: PreparedRequest?, last: PreparedRequest?)>((nil, nil)) : nil
         var sink = RequestExecutor.ProgressSink(
-            upload: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidSendBody(progress) } },
-            download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } },
-            informational: { [self] status, headers in
+            download: { [self] progress in forEachSubscriber(of: flight) { $0.queueDidReceiveBody(progress) } })
+        if request.body != nil || request.bodySource != nil {
+            sink.upload = { [self] progress in forEachSubscriber(of: flight) { $0.queueDidSendBody(progress) } }
+        }
+        if request.reportsInformational {
+            sink.informational = { [self] status, headers in
                 forEachSubscriber(of: flight) { $0.queueDidReceiveInformational(InformationalResponse(status: status, headers: headers)) }
-            },
-            sending: { sent in sentHops.withLockedValue { $0 = ($0.first ?? sent, sent) } }
-        )
+            }
+        }
+        if let sentHops {
+            sink.sending = { sent in sentHops.withLockedValue { $0 = ($0.first ?? sent, sent) } }
+        }
         if request.isMonitored {
             // Only for engines with event monitors: each hop's request, head and redirect, to every subscriber.
             sink.sending = { [self] sent in
-                sentHops.withLockedValue { $0 = ($0.first ?? sent, sent) }
+                sentHops?.withLockedValue { $0 = ($0.first ?? sent, sent) }
                 forEachSubscriber(of: flight) { $0.queueDidStartRequest(sent) }
             }
             sink.head = { [self] status, headers in
@@ -224,15 +232,15 @@ extension NetworkQueue {
             }
         }
         let progress = sink
-        let copies = NIOLockedValueBox<[OperationID: Result<NetworkResponse, NetworkError>]>([:])
+        let copies = request.destination.files.isEmpty ? nil : NIOLockedValueBox<[OperationID: Result<NetworkResponse, NetworkError>]>([:])
         let copyToOthers: (@Sendable (Result<NetworkResponse, NetworkError>) async -> Void)?
-        if request.destination.files.isEmpty {
-            copyToOthers = nil
-        } else {
+        if let copies {
             copyToOthers = { [self] result in
                 let made = await copyToOtherSubscribers(of: flight, result)
                 copies.withLockedValue { $0 = made }
             }
+        } else {
+            copyToOthers = nil
         }
         let work: @Sendable () async -> Void = { [self, logger] in
             let result = await executor.run(request, progress: progress, whileHoldingFiles: copyToOthers)
@@ -244,7 +252,7 @@ extension NetworkQueue {
             }
             // Not retried: a body stream's consumer already had the first attempt's bytes (and its end), and
             // a one-shot request body is gone.
-            if !request.interceptors.isEmpty, !Task.isCancelled, request.destination.channel == nil,
+            if let sentHops, !Task.isCancelled, request.destination.channel == nil,
                 request.bodySource?.isReplayable ?? true,
                 let failure = Self.retryableFailure(result)
             {
@@ -256,8 +264,8 @@ extension NetworkQueue {
                 return
             }
             var sent = request
-            sent.adaptedHeaders = request.interceptors.isEmpty ? nil : sentHops.withLockedValue { $0.last }?.headers
-            flightFinished(flight, result: result, sent: sent, copies: copies.withLockedValue { $0 })
+            sent.adaptedHeaders = sentHops?.withLockedValue { $0.last }?.headers
+            flightFinished(flight, result: result, sent: sent, copies: copies?.withLockedValue { $0 } ?? [:])
         }
         handle.attach(Task(operation: work))
     }
