@@ -43,12 +43,23 @@ struct RequestPathCostTests {
         "http://example.com", "http://example.com?q", "http://example.com/#frag", "http://example.com/a#",
         "ftp://example.com/", "example.com/path", "http:/example.com/", "", "http://", "http://h:80",
         "https://h:4430/", "http://h:8080/", "http://user@host/p", "http://[::1]:80/", "http://[::1]:8080/x",
+        "https://\u{C4}.example/x", "https://\u{212A}.example/x", "https://\u{130}.example/", "h\u{C4}tp://x/",
     ])
     func normalisedURLsNeedNoRebuilding(_ url: String) {
         if NetworkOperation.isNormalized(url) {
             #expect(NetworkOperation.rebuiltURL(url) == url)
         }
         #expect(NetworkOperation.normalizedURL(url) == NetworkOperation.rebuiltURL(url))
+    }
+
+    /// Review finding: a host spelled with non-ASCII capitals is the same host in lowercase (Foundation
+    /// sends both as one IDNA name), so both spellings are one request.
+    @Test func nonASCIICapitalsInTheHostShareTheIdentity() {
+        let engine = NetworkEngine.fake(FakeTransport())
+        for (upper, lower) in [("https://\u{C4}.example/x", "https://\u{E4}.example/x"), ("https://\u{212A}.example/x", "https://k.example/x")] {
+            #expect(!NetworkOperation.isNormalized(upper))
+            #expect(engine.operation(url: upper).uniqueIdentifier == engine.operation(url: lower).uniqueIdentifier)
+        }
     }
 
     @Test func commonURLsTakeTheCheapPath() {

@@ -168,7 +168,7 @@ extension NetworkOperation {
         var schemeLength = 0
         while index != bytes.endIndex, bytes[index] != UInt8(ascii: ":") {
             let byte = bytes[index]
-            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { return false }
+            if (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte >= 0x80 { return false }
             schemeLength += 1
             index = bytes.index(after: index)
         }
@@ -181,7 +181,8 @@ extension NetworkOperation {
         while index != bytes.endIndex {
             let byte = bytes[index]
             if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
-            if byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") { return false }
+            // Uppercase, or any non-ASCII text (`Ä`, the Kelvin sign): lowercased the long way.
+            if (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte >= 0x80 { return false }
             index = bytes.index(after: index)
         }
         let authority = bytes[authorityStart..<index]
