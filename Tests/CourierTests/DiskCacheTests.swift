@@ -78,18 +78,34 @@ struct DiskCacheTests {
         let directory = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let transport = FakeTransport { [clock] _ in
-            FakeTransport.reply(status: 200, headers: [.cacheControl: "max-age=60", .date: HTTPDate.format(clock.now)], data: Data(count: 10_000))
+            // Bodies above the inline limit, so each has a file.
+            FakeTransport.reply(status: 200, headers: [.cacheControl: "max-age=60", .date: HTTPDate.format(clock.now)], data: Data(count: 40_000))
         }
-        let bounded = cache(directory, diskCapacity: 25_000)
+        let bounded = cache(directory, diskCapacity: 100_000)
         let engine = NetworkEngine.fake(transport) { $0.cache = bounded }
         for n in 0..<5 {
             _ = try await engine.send(engine.operation(path: "blob/\(n)"))
             clock.advance(1)
         }
         #expect(bounded.statistics.diskEntries == 2)
-        #expect(bounded.statistics.diskBytes <= 25_000)
+        #expect(bounded.statistics.diskBytes <= 100_000)
         let bodies = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("bodies").path)
         #expect(bodies.count == 2, "evicted bodies are deleted")
+    }
+
+    /// A small body is kept in its row: creating a file per response cost more than the request.
+    @Test func smallBodiesAreKeptInTheIndexNotInFiles() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let stored = cache(directory)
+        let engine = NetworkEngine.fake(origin()) { $0.cache = stored }
+        for n in 0..<3 { _ = try await engine.send(engine.operation(path: "small/\(n)")) }
+        await stored.synchronize()
+        let bodies = try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("bodies").path)
+        #expect(bodies.isEmpty)
+        stored.flushMemory()
+        let hit = try await engine.send(engine.operation(path: "small/1"))
+        #expect(hit.cacheOutcome == .hit && hit.string?.hasPrefix("body of /v1/small/1") == true)
     }
 
     /// Disk hits gather their access times instead of paying a write each; eviction still sees them,

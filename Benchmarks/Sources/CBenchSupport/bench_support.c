@@ -3,7 +3,7 @@
 #include <malloc.h>
 #endif
 #if defined(__GLIBC__)
-size_t bench_allocated_bytes(void) { return mallinfo2().uordblks; }
+size_t bench_allocated_bytes(void) { struct mallinfo2 info = mallinfo2(); return info.uordblks + info.hblkhd; }
 #else
 size_t bench_allocated_bytes(void) { return 0; }
 #endif

@@ -62,7 +62,8 @@ enum Machine {
             + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec)
     }
 
-    /// Bytes currently allocated by malloc (glibc's `mallinfo2`), the fairest measure of what a data
+    /// Bytes currently allocated by malloc (glibc's `mallinfo2`: arena chunks in use plus chunks large
+    /// enough to be mmapped, such as a big dictionary's storage), the fairest measure of what a data
     /// structure holds; RSS moves in pages and keeps freed memory.
     static var allocatedBytes: Int { Int(bench_allocated_bytes()) }
 

@@ -40,7 +40,7 @@ struct Suite {
             LargeDownload.scenario(server: testServerProcess, bytes: quick ? 64 << 20 : 1 << 30, courierTestServerURL: testServerProcess.baseURL),
             LargeUpload.scenario(bytes: quick ? 64 << 20 : 1 << 30, courierTestServerURL: testServerProcess.baseURL),
             CacheHits.scenario(server: testServerProcess, count: quick ? 200 : 5_000),
-            CacheStore.scenario(server: testServerProcess, requests: quick ? 300 : 5_000, callers: 6),
+            CacheStore.scenario(server: testServerProcess, requests: quick ? 300 : CacheStore.requestCount(default: 5_000), callers: 6),
             Latency.scenario(server: fastServer, requests: quick ? 300 : 10_000, callers: 1),
             Latency.scenario(server: fastServer, requests: quick ? 600 : 20_000, callers: 6),
             Soak.scenario(server: fastServer, segments: quick ? 4 : 8, perSegment: quick ? 500 : 10_000, warmup: quick ? 2 : 3, inFlight: 6),

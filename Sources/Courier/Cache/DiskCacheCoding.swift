@@ -29,11 +29,38 @@ enum DiskCacheCoding {
         return fields
     }
 
-    /// Fields as JSON `[[name, value], ...]`, in order.
+    /// Fields as JSON `[[name, value], ...]`, in order. Written by hand: it runs for every stored
+    /// response, and `JSONSerialization` costs more than the rest of the write.
     static func text(of headers: HTTPFields) -> String {
-        let pairs = headers.map { [$0.name.rawName, $0.value] }
-        guard let data = try? JSONSerialization.data(withJSONObject: pairs) else { return "[]" }
-        return String(decoding: data, as: UTF8.self)
+        var text = "["
+        for (index, field) in headers.enumerated() {
+            if index > 0 { text += "," }
+            text += "["
+            appendJSONString(field.name.rawName, to: &text)
+            text += ","
+            appendJSONString(field.value, to: &text)
+            text += "]"
+        }
+        return text + "]"
+    }
+
+    /// Appends `string` as a JSON string literal (RFC 8259 §7).
+    static func appendJSONString(_ string: String, to text: inout String) {
+        text += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            case "\n": text += "\\n"
+            case "\r": text += "\\r"
+            case "\t": text += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: text.unicodeScalars.append(scalar)
+            }
+        }
+        text += "\""
     }
 
     static func headers(from text: String) -> HTTPFields? {
@@ -48,6 +75,7 @@ enum DiskCacheCoding {
 
     /// The Vary selection as canonical JSON (sorted keys).
     static func varyKey(_ vary: [String: String]) -> String {
+        if vary.isEmpty { return "{}" }
         guard let data = try? JSONSerialization.data(withJSONObject: vary, options: [.sortedKeys]) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }

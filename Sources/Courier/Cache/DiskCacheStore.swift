@@ -3,8 +3,15 @@ import GRDB
 import Logging
 import NIOConcurrencyHelpers
 
-/// The disk tier of ``ResponseCache``: an index in SQLite (through GRDB, WAL mode) and one file per
-/// body, written to a temporary name and renamed, so a reader never sees half a body.
+/// The disk tier of ``ResponseCache``: an index in SQLite (through GRDB, WAL mode) holding each
+/// response's row, with its body in the row up to ``inlineBodyLimit`` bytes (creating a file costs more
+/// than the whole request for a small body), else in a file of its own, written whole before its row
+/// is committed, so a reader never sees half a body.
+///
+/// Writes are queued (``enqueue(_:)``) and written in batches, one transaction per batch
+/// (``drainQueuedWrites()``, on the cache's disk queue). An in-memory ``DiskCacheIndex`` of the URL keys
+/// on disk lets a lookup whose key is not there answer without the disk queue (see that type for how
+/// writes by other processes are noticed).
 ///
 /// Damage is a miss, never a crash: a row whose body file is missing, short, or whose SHA-256 does not
 /// match is removed; a database that cannot be opened or read is deleted and made anew. Several
@@ -14,19 +21,56 @@ import NIOConcurrencyHelpers
 final class DiskCacheStore: Sendable {
     let directory: URL
     let capacity: Int
+    /// The largest body kept in its row rather than in a file.
+    static let inlineBodyLimit = 32 << 10
     private let database: NIOLockedValueBox<DatabasePool?>
     /// Access times of disk hits not yet written: a hit costs a read, not a write transaction. They are
     /// written with the next store, before any eviction (so LRU order is right), on close, and whenever
     /// this many have gathered. Lost on a crash, which only makes eviction slightly less exact.
     private let pendingAccess = NIOLockedValueBox<[String: Double]>([:])
     static let accessBatchSize = 64
-    private let logger: Logger
+    let logger: Logger
+    /// The index, the queued writes and what the last transaction knew (see ``DiskCacheStore/Shared``).
+    let shared: NIOLockedValueBox<Shared>
+    /// Monotonic nanoseconds, for the index's trust interval.
+    let uptime: @Sendable () -> UInt64
 
-    init(directory: URL, capacity: Int, logger: Logger = .courierSilent) {
+    /// What is shared between the threads that queue writes and the disk queue that runs them.
+    struct Shared: Sendable {
+        /// The URL keys on disk.
+        var index: DiskCacheIndex
+        /// Writes queued and not yet taken by a drain, in order.
+        var queued: [Write] = []
+        /// Whether a drain is scheduled and has not yet taken the queue.
+        var drainScheduled = false
+        /// `PRAGMA data_version` on the writer connection after the last check: it changes only when
+        /// another connection commits.
+        var dataVersion: Int?
+        /// Bytes of bodies on disk as of the last transaction, or `nil` to count again.
+        var totalBytes: Int?
+
+        /// The database was closed or dropped: what was known about it is not any more.
+        mutating func forgetDatabase() {
+            index.forget()
+            dataVersion = nil
+            totalBytes = nil
+        }
+    }
+
+    /// A store for `directory`, opened on first use.
+    /// - Parameters:
+    ///   - directory: Where the index and the bodies live.
+    ///   - capacity: The most body bytes kept.
+    ///   - indexTrustInterval: How long, in nanoseconds, a negative answer of the key index is trusted
+    ///     after it was checked against the database (see ``DiskCacheIndex``).
+    ///   - logger: Where damage and errors are logged (debug).
+    init(directory: URL, capacity: Int, indexTrustInterval: UInt64 = 1_000_000_000, logger: Logger = .courierSilent) {
         self.directory = directory
         self.capacity = max(0, capacity)
         self.logger = logger
         self.database = NIOLockedValueBox(nil)
+        self.shared = NIOLockedValueBox(Shared(index: DiskCacheIndex(trustInterval: indexTrustInterval)))
+        self.uptime = { DispatchTime.now().uptimeNanoseconds }
     }
 
     deinit {
@@ -35,14 +79,15 @@ final class DiskCacheStore: Sendable {
         withDatabase(()) { pool in try pool.write { db in try writePendingAccess(db) } }
     }
 
-    private var bodies: URL { directory.appendingPathComponent("bodies", isDirectory: true) }
+    var bodies: URL { directory.appendingPathComponent("bodies", isDirectory: true) }
 
     /// The open database, opened (or rebuilt when damaged) on first use; `nil` when the directory
     /// cannot be used at all.
-    private func pool() -> DatabasePool? {
+    func pool() -> DatabasePool? {
         database.withLockedValue { database in
             if let database { return database }
             database = open(rebuildingOnFailure: true)
+            if let database { loadIndex(database) }
             return database
         }
     }
@@ -67,8 +112,17 @@ final class DiskCacheStore: Sendable {
             try fileManager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
             var configuration = Configuration()
             configuration.busyMode = .timeout(5)
-            // Removed rows (a user's partition, a response's headers) are overwritten, not left in free pages.
-            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA secure_delete = ON") }
+            // Lookups read one row at a time: one reader and a small page cache keep SQLite's own
+            // memory (malloc'd, per connection) small beside the memory tier's.
+            configuration.maximumReaderCount = 1
+            configuration.prepareDatabase { db in
+                // Removed rows (a user's partition, a response's headers) are overwritten, not left in free pages.
+                try db.execute(sql: "PRAGMA secure_delete = ON")
+                try db.execute(sql: "PRAGMA cache_size = -256")
+                // A cache may lose its last writes on power loss (never its consistency): no fsync per
+                // commit, only at checkpoints.
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
             let pool = try DatabasePool(path: directory.appendingPathComponent("index.sqlite").path, configuration: configuration)
             try pool.write { db in
                 try db.execute(sql: """
@@ -85,10 +139,15 @@ final class DiskCacheStore: Sendable {
                         responseTime DOUBLE NOT NULL,
                         bodySize INTEGER NOT NULL,
                         bodyDigest TEXT NOT NULL,
-                        lastAccess DOUBLE NOT NULL);
+                        lastAccess DOUBLE NOT NULL,
+                        body BLOB);
                     CREATE INDEX IF NOT EXISTS entriesByURL ON entries(urlKey);
                     CREATE INDEX IF NOT EXISTS entriesByAccess ON entries(lastAccess);
                     """)
+                // Databases of earlier versions kept every body in a file: small ones now go in the row.
+                if try !db.columns(in: "entries").contains(where: { $0.name == "body" }) {
+                    try db.execute(sql: "ALTER TABLE entries ADD COLUMN body BLOB")
+                }
                 _ = try Row.fetchAll(db, sql: "SELECT id FROM entries LIMIT 1")
             }
             try forgetUnkeyedPartitions(pool)
@@ -106,7 +165,7 @@ final class DiskCacheStore: Sendable {
 
     /// Runs `body` on the database; a database error (corruption included) drops the database so the
     /// next use rebuilds it, and the call answers `fallback`.
-    private func withDatabase<T>(_ fallback: T, _ body: (DatabasePool) throws -> T) -> T {
+    func withDatabase<T>(_ fallback: T, _ body: (DatabasePool) throws -> T) -> T {
         guard let pool = pool() else { return fallback }
         do {
             return try body(pool)
@@ -114,6 +173,7 @@ final class DiskCacheStore: Sendable {
             logger.debug("courier disk cache error", metadata: ["courier-error": "\(error)"])
             if let error = error as? DatabaseError, [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode) {
                 database.withLockedValue { $0 = nil }
+                shared.withLockedValue { $0.forgetDatabase() }
                 let fileManager = FileManager.default
                 for name in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"] {
                     try? fileManager.removeItem(at: directory.appendingPathComponent(name))
@@ -126,8 +186,16 @@ final class DiskCacheStore: Sendable {
 
     // MARK: Reading
 
-    /// The intact entries stored for a URL key; damaged ones are removed on the way.
+    /// What the key index says about `urlKey` now (see ``DiskCacheIndex``); never touches the disk.
+    func indexAnswer(for urlKey: String) -> DiskCacheIndex.Answer {
+        let now = uptime()
+        return shared.withLockedValue { $0.index.answer(for: urlKey, now: now) }
+    }
+
+    /// The intact entries stored for a URL key; damaged ones are removed on the way. Checks the key
+    /// index against the database first when it was not checked lately.
     func entries(for urlKey: String, now: Date) -> [CachedResponseEntry] {
+        validateIndexIfNeeded()
         let rows: [Row] = withDatabase([]) { pool in
             try pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM entries WHERE urlKey = ? ORDER BY responseTime DESC", arguments: [urlKey]) }
         }
@@ -141,7 +209,7 @@ final class DiskCacheStore: Sendable {
                 damaged.append(id)
             }
         }
-        if !damaged.isEmpty { remove(ids: damaged) }
+        if !damaged.isEmpty { remove(ids: damaged, of: urlKey) }
         if !entries.isEmpty {
             let shouldFlush = pendingAccess.withLockedValue { pending in
                 pending[urlKey] = now.timeIntervalSince1970
@@ -153,7 +221,7 @@ final class DiskCacheStore: Sendable {
     }
 
     /// Writes the gathered access times, inside the caller's write transaction.
-    private func writePendingAccess(_ db: Database) throws {
+    func writePendingAccess(_ db: Database) throws {
         let pending = pendingAccess.withLockedValue { pending in
             defer { pending = [:] }
             return pending
@@ -167,7 +235,7 @@ final class DiskCacheStore: Sendable {
     var pendingAccessCount: Int { pendingAccess.withLockedValue { $0.count } }
 
     /// A column's value, or `nil` when it is missing or of the wrong type (GRDB's subscript would trap).
-    private func column<Value: DatabaseValueConvertible>(_ row: Row, _ name: String, as type: Value.Type = Value.self) -> Value? {
+    func column<Value: DatabaseValueConvertible>(_ row: Row, _ name: String, as type: Value.Type = Value.self) -> Value? {
         try? row.decode(Value.self, forColumn: name)
     }
 
@@ -180,91 +248,13 @@ final class DiskCacheStore: Sendable {
             let partition = column(row, "partition", as: String.self), let size = column(row, "bodySize", as: Int.self),
             let digest = column(row, "bodyDigest", as: String.self),
             let requestTime = column(row, "requestTime", as: Double.self), let responseTime = column(row, "responseTime", as: Double.self),
-            let body = FileManager.default.contents(atPath: bodies.appendingPathComponent(id).path),
+            let body = column(row, "body", as: Data.self) ?? FileManager.default.contents(atPath: bodies.appendingPathComponent(id).path),
             body.count == size, Digests.sha256Hex(body) == digest
         else { return nil }
         return CachedResponseEntry(
             url: url, status: HTTPResponse.Status(code: code, reasonPhrase: reason), headers: headers, body: body,
             requestTime: Date(timeIntervalSince1970: requestTime), responseTime: Date(timeIntervalSince1970: responseTime),
             varySelectedHeaders: vary, credentialPartition: partition.isEmpty ? nil : partition)
-    }
-
-    // MARK: Writing
-
-    /// Stores an entry (replacing the variant it supersedes), then evicts by bytes.
-    func store(_ entry: CachedResponseEntry, urlKey: String, now: Date) {
-        guard pool() != nil else { return }
-        guard DiskCacheCoding.mayWrite(entry), entry.body.count <= capacity else {
-            // The variant it supersedes must not come back from disk once memory lets it go.
-            return remove(urlKey: urlKey, varyKey: DiskCacheCoding.varyKey(entry.varySelectedHeaders), partition: entry.credentialPartition ?? "")
-        }
-        let id = UUID().uuidString.lowercased()
-        let file = bodies.appendingPathComponent(id)
-        let temporary = bodies.appendingPathComponent(".\(id).tmp")
-        do {
-            try entry.body.write(to: temporary)
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: temporary.path)
-            try FileManager.default.moveItem(at: temporary, to: file)
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
-            return
-        }
-        let varyKey = DiskCacheCoding.varyKey(entry.varySelectedHeaders)
-        let partition = entry.credentialPartition ?? ""
-        let replaced: [String] = withDatabase([id]) { pool in
-            try pool.write { db in
-                try writePendingAccess(db)
-                let old = try ids(db, sql: "SELECT id FROM entries WHERE urlKey = ? AND varyKey = ? AND partition = ?",
-                                  arguments: [urlKey, varyKey, partition])
-                try db.execute(sql: "DELETE FROM entries WHERE urlKey = ? AND varyKey = ? AND partition = ?", arguments: [urlKey, varyKey, partition])
-                try db.execute(sql: """
-                    INSERT INTO entries (id, urlKey, varyKey, partition, url, status, reason, headers, requestTime,
-                        responseTime, bodySize, bodyDigest, lastAccess) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [
-                        id, urlKey, varyKey, partition, entry.url.absoluteString, entry.status.code, entry.status.reasonPhrase,
-                        DiskCacheCoding.text(of: DiskCacheCoding.writableHeaders(entry.headers)),
-                        entry.requestTime.timeIntervalSince1970, entry.responseTime.timeIntervalSince1970,
-                        entry.body.count, Digests.sha256Hex(entry.body), now.timeIntervalSince1970,
-                    ])
-                return old
-            }
-        }
-        removeFiles(replaced)
-        evict()
-    }
-
-    /// Removes the one variant stored under this URL key, Vary selection and partition.
-    private func remove(urlKey: String, varyKey: String, partition: String) {
-        let ids: [String] = withDatabase([]) { pool in
-            try pool.write { db in
-                let found = try self.ids(db, sql: "SELECT id FROM entries WHERE urlKey = ? AND varyKey = ? AND partition = ?",
-                                         arguments: [urlKey, varyKey, partition])
-                try db.execute(sql: "DELETE FROM entries WHERE urlKey = ? AND varyKey = ? AND partition = ?", arguments: [urlKey, varyKey, partition])
-                return found
-            }
-        }
-        removeFiles(ids)
-    }
-
-    /// Removes every entry under these URL keys.
-    func invalidate(_ urlKeys: [String]) {
-        let ids: [String] = withDatabase([]) { pool in
-            try pool.write { db in
-                var ids: [String] = []
-                for key in urlKeys {
-                    ids += try self.ids(db, sql: "SELECT id FROM entries WHERE urlKey = ?", arguments: [key])
-                    try db.execute(sql: "DELETE FROM entries WHERE urlKey = ?", arguments: [key])
-                }
-                return ids
-            }
-        }
-        removeFiles(ids)
-    }
-
-    func removeAll() {
-        withDatabase(()) { pool in try pool.write { db in try db.execute(sql: "DELETE FROM entries") } }
-        try? FileManager.default.removeItem(at: bodies)
-        try? FileManager.default.createDirectory(at: bodies, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     /// Bytes of bodies on disk, as the index counts them.
@@ -278,25 +268,31 @@ final class DiskCacheStore: Sendable {
         }
     }
 
-    private func remove(ids: [String]) {
-        withDatabase(()) { pool in
+    /// Removes damaged rows of `urlKey`.
+    private func remove(ids: [String], of urlKey: String) {
+        let isEmptied: Bool = withDatabase(false) { pool in
             try pool.write { db in
                 for id in ids { try db.execute(sql: "DELETE FROM entries WHERE id = ?", arguments: [id]) }
+                return try !hasRows(db, urlKey: urlKey)
             }
+        }
+        shared.withLockedValue { shared in
+            shared.totalBytes = nil   // counted again by the next write
+            if isEmptied { shared.index.lastRowRemoved(urlKey) }
         }
         removeFiles(ids)
     }
 
     /// Deletes body files; only names of the form this store writes, so a damaged row can never name
     /// another file.
-    private func removeFiles(_ ids: [String]) {
+    func removeFiles(_ ids: [String]) {
         for id in ids where DiskCacheCoding.isValidID(id) {
             try? FileManager.default.removeItem(at: bodies.appendingPathComponent(id))
         }
     }
 
     /// The ids a query selects, leaving out any that are not ids this store could have written.
-    private func ids(_ db: Database, sql: String, arguments: StatementArguments) throws -> [String] {
+    func ids(_ db: Database, sql: String, arguments: StatementArguments) throws -> [String] {
         try Row.fetchAll(db, sql: sql, arguments: arguments).compactMap { column($0, "id", as: String.self) }
             .filter(DiskCacheCoding.isValidID)
     }
@@ -308,29 +304,6 @@ final class DiskCacheStore: Sendable {
             try? database?.close()
             database = nil
         }
-    }
-
-    /// Least recently used first, until the bodies fit the capacity.
-    private func evict() {
-        let evicted: [String] = withDatabase([]) { pool in
-            try pool.write { db in
-                try writePendingAccess(db)
-                var total = try Row.fetchOne(db, sql: "SELECT coalesce(sum(bodySize), 0) AS n FROM entries")
-                    .flatMap { column($0, "n", as: Int.self) } ?? 0
-                guard total > capacity else { return [] }
-                var ids: [String] = []
-                let rows = try Row.fetchCursor(db, sql: "SELECT rowid, id, bodySize FROM entries ORDER BY lastAccess ASC")
-                var rowids: [Int64] = []
-                while total > capacity, let row = try rows.next() {
-                    guard let rowid = column(row, "rowid", as: Int64.self) else { continue }
-                    rowids.append(rowid)
-                    if let id = column(row, "id", as: String.self), DiskCacheCoding.isValidID(id) { ids.append(id) }
-                    total -= max(0, column(row, "bodySize", as: Int.self) ?? 0)
-                }
-                for rowid in rowids { try db.execute(sql: "DELETE FROM entries WHERE rowid = ?", arguments: [rowid]) }
-                return ids
-            }
-        }
-        removeFiles(evicted)
+        shared.withLockedValue { $0.forgetDatabase() }
     }
 }

@@ -29,7 +29,8 @@ public final class ResponseCache: Sendable {
         public var staleServed = 0
         /// Responses stored.
         public var stores = 0
-        /// Bytes held in memory (bodies and headers).
+        /// Bytes held in memory: the malloc'd memory of the stored responses (bodies, header fields,
+        /// URLs) and of their bookkeeping, as estimated by the cache; what `memoryCapacity` bounds.
         public var memoryBytes = 0
         /// Stored responses in memory, all variants counted.
         public var entries = 0
@@ -51,7 +52,7 @@ public final class ResponseCache: Sendable {
     /// queue when the cache is created; a lookup that comes first waits for that one small read.
     private let partitionKeyBox = NIOLockedValueBox<CachePartitionKey?>(nil)
     private let partitionKeyDirectory: URL?
-    /// Where disk reads for lookups run.
+    /// Where the disk tier's reads and its batched writes run, in order.
     let diskQueue = DispatchQueue(label: "courier.cache.disk")
     /// The cache's notion of now; tests inject a clock.
     let now: @Sendable () -> Date
@@ -62,23 +63,37 @@ public final class ResponseCache: Sendable {
 
     /// Creates a cache.
     /// - Parameters:
-    ///   - memoryCapacity: The most bytes held in memory; 16 MiB by default.
+    ///   - memoryCapacity: The most bytes held in memory, counted as the malloc'd memory the stored
+    ///     responses and their bookkeeping take (a small response costs about a kilobyte more than its
+    ///     body); 16 MiB by default.
     ///   - diskCapacity: The most body bytes kept on disk; 256 MiB by default.
     ///   - directory: Where the disk tier lives (created with owner-only permissions); ``defaultDirectory``
     ///     by default, `nil` for a memory-only cache.
     ///   - clock: The current time; the system clock by default. Tests pass a controllable one.
-    public init(
+    public convenience init(
         memoryCapacity: Int = 16 << 20,
         diskCapacity: Int = 256 << 20,
         directory: URL? = ResponseCache.defaultDirectory,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
+        self.init(memoryCapacity: memoryCapacity, diskCapacity: diskCapacity, directory: directory, clock: clock, diskIndexTrust: 1_000_000_000)
+    }
+
+    /// Creates a cache whose disk key index trusts its negative answers for `diskIndexTrust`
+    /// nanoseconds after each check against the database (see ``DiskCacheIndex``); tests lengthen it.
+    init(memoryCapacity: Int, diskCapacity: Int, directory: URL?, clock: @escaping @Sendable () -> Date, diskIndexTrust: UInt64) {
         self.state = NIOLockedValueBox(State(lru: MemoryLRU(capacity: memoryCapacity)))
-        self.disk = directory.map { DiskCacheStore(directory: $0, capacity: diskCapacity) }
+        self.disk = directory.map { DiskCacheStore(directory: $0, capacity: diskCapacity, indexTrustInterval: diskIndexTrust) }
         self.partitionKeyDirectory = directory
         self.now = clock
         diskQueue.setSpecific(key: Self.diskQueueKey, value: ObjectIdentifier(self))
-        if directory != nil { diskQueue.async { [weak self] in _ = self?.partitionKey } }
+        // The partition key and the disk's key index are loaded at once, off the caller's thread.
+        if directory != nil {
+            diskQueue.async { [weak self] in
+                _ = self?.partitionKey
+                _ = self?.disk?.pool()
+            }
+        }
         #if canImport(Darwin)
         let observer = observeMemoryPressure()
         memoryPressure.withLockedValue { $0 = observer }
@@ -188,8 +203,9 @@ public final class ResponseCache: Sendable {
         memoryCandidates(for: url) ?? diskCandidates(for: url)
     }
 
-    /// The variants held in memory, or `nil` when memory has none and the disk tier must be read
-    /// (with ``diskCandidates(for:)``, off the caller's thread: see ``readDisk(for:then:)``).
+    /// The variants known without reading the disk: those held in memory, or none when the disk's key
+    /// index says nothing is stored there for the URL. `nil` when the disk tier must be read (with
+    /// ``diskCandidates(for:)``, off the caller's thread: see ``readDisk(for:then:)``).
     func memoryCandidates(for url: URL) -> [CachedResponseEntry]? {
         guard let key = CacheURLKey.key(for: url) else { return [] }
         let inMemory: [CachedResponseEntry]? = state.withLockedValue { state in
@@ -197,7 +213,9 @@ public final class ResponseCache: Sendable {
             state.lru.touch(key)
             return variants
         }
-        return inMemory ?? (disk == nil ? [] : nil)
+        if let inMemory { return inMemory }
+        guard let disk else { return [] }
+        return disk.indexAnswer(for: key) == .absent ? [] : nil
     }
 
     /// The variants on disk (remembered in memory when found). Blocking I/O.
@@ -209,7 +227,8 @@ public final class ResponseCache: Sendable {
     }
 
     /// Reads the disk tier on the cache's own queue, so neither the enqueueing thread (the main thread,
-    /// often) nor Swift's cooperative pool waits for SQLite and the file system.
+    /// often) nor Swift's cooperative pool waits for SQLite and the file system. The read comes after
+    /// the writes queued before it, so it finds what memory has let go of.
     func readDisk(for url: URL, then body: @escaping @Sendable ([CachedResponseEntry]) -> Void) {
         diskQueue.async { [self] in body(diskCandidates(for: url)) }
     }
@@ -217,7 +236,7 @@ public final class ResponseCache: Sendable {
     private func remember(_ variants: [CachedResponseEntry], under key: String) {
         state.withLockedValue { state in
             state.variants[key] = variants
-            let cost = variants.reduce(0) { $0 + Self.cost(of: $1) }
+            let cost = Self.cost(of: variants, under: key)
             for evicted in state.lru.insert(key, cost: cost) { state.variants[evicted] = nil }
         }
     }
@@ -233,12 +252,12 @@ public final class ResponseCache: Sendable {
             variants.insert(entry, at: 0)
             state.variants[key] = variants
             state.statistics.stores += 1
-            let cost = variants.reduce(0) { $0 + Self.cost(of: $1) }
+            let cost = Self.cost(of: variants, under: key)
             for evicted in state.lru.insert(key, cost: cost) { state.variants[evicted] = nil }
         }
-        if let disk {
-            let now = now()
-            diskQueue.async { disk.store(entry, urlKey: key, now: now) }
+        // Disk writes gather and go in batches on the disk queue; the caller never waits for them.
+        if let disk, disk.enqueue(.store(entry, urlKey: key, now: now())) {
+            diskQueue.async { disk.drainQueuedWrites() }
         }
     }
 
@@ -251,7 +270,9 @@ public final class ResponseCache: Sendable {
                 state.lru.remove(key)
             }
         }
-        if let disk { diskQueue.async { disk.invalidate(keys) } }
+        if let disk, disk.enqueue(.invalidate(keys)) {
+            diskQueue.async { disk.drainQueuedWrites() }
+        }
     }
 
     func record(_ outcome: CacheOutcome) {
@@ -266,7 +287,9 @@ public final class ResponseCache: Sendable {
         }
     }
 
-    private static func cost(of entry: CachedResponseEntry) -> Int {
-        entry.body.count + entry.headers.reduce(64) { $0 + $1.name.rawName.utf8.count + $1.value.utf8.count + 4 }
+    /// What a key's variants count against the memory capacity: the malloc'd memory they and their
+    /// bookkeeping hold (see ``CacheMemoryCost``), not only their body and header bytes.
+    static func cost(of variants: [CachedResponseEntry], under key: String) -> Int {
+        variants.reduce(CacheMemoryCost.key(key, variants: variants.count)) { $0 + CacheMemoryCost.entry($1) }
     }
 }

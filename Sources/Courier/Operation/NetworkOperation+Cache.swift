@@ -22,14 +22,23 @@ extension NetworkOperation {
         set { storage.withLockedValue { if $0.machine.state == .ready { $0.cache.servesStaleWhenDisconnected = newValue } } }
     }
 
-    /// When the cache must be read from disk before this operation can be looked up: the cache and the
-    /// URL to read, or `nil` when the lookup needs no disk read (no cache, memory holds the URL, not a
-    /// GET or HEAD, dependencies pending).
-    func diskReadBeforeLookup(hasPendingDependencies: Bool) -> (cache: ResponseCache, url: URL)? {
+    /// Where the stored variants for an operation's cache lookup come from.
+    enum StoredVariants {
+        /// The operation is not looked up now (no cache, not a GET or HEAD, dependencies pending).
+        case notLookedUp
+        /// Known without the disk: memory holds them, or the disk's key index says there are none.
+        case known([CachedResponseEntry])
+        /// The cache must read them from disk, off the caller's thread.
+        case onDisk(ResponseCache, URL)
+    }
+
+    /// What the cache lookup of an operation about to be submitted starts from. Asked once, so that the
+    /// lookup uses this answer and never reads the disk on the caller's thread.
+    func storedVariantsBeforeLookup(hasPendingDependencies: Bool) -> StoredVariants {
         guard let cache = context.configuration.cache, let url = requestURL, !hasPendingDependencies, !isExclusiveTransfer,
-            method == .get || method == .head, cache.memoryCandidates(for: url) == nil
-        else { return nil }
-        return (cache, url)
+            method == .get || method == .head
+        else { return .notLookedUp }
+        return cache.memoryCandidates(for: url).map(StoredVariants.known) ?? .onDisk(cache, url)
     }
 
     /// Consults the cache for an operation about to enter the queue. Returns `true` when the cache

@@ -37,17 +37,20 @@ extension NetworkOperation {
             context.queue.track(self)
             prepareForFreezing()
             // A cache entry that must come from disk is read off this thread; the operation goes on from there.
-            if let (cache, url) = diskReadBeforeLookup(hasPendingDependencies: !pending.isEmpty) {
-                cache.readDisk(for: url) { [self] stored in proceed(dependencies: pending, stored: stored) }
-                return
+            switch storedVariantsBeforeLookup(hasPendingDependencies: !pending.isEmpty) {
+            case .onDisk(let cache, let url):
+                cache.readDisk(for: url) { [self] stored in proceed(dependencies: pending, stored: stored, afterDiskRead: true) }
+            case .known(let stored):
+                proceed(dependencies: pending, stored: stored)
+            case .notLookedUp:
+                proceed(dependencies: pending, stored: nil)
             }
-            proceed(dependencies: pending, stored: nil)
         }
     }
 
     /// After submission: the cache may answer; otherwise reachability decides (queue, outbox, hold, fail).
-    private func proceed(dependencies pending: [NetworkOperation], stored: [CachedResponseEntry]?) {
-        if stored != nil && isCancelled {
+    private func proceed(dependencies pending: [NetworkOperation], stored: [CachedResponseEntry]?, afterDiskRead: Bool = false) {
+        if afterDiskRead && isCancelled {
             // Cancelled while its cache entry was read: nothing else happened to it yet.
             finish(.failure(.cancelled(url: urlString)))
             return
