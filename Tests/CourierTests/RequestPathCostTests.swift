@@ -68,4 +68,84 @@ struct RequestPathCostTests {
         #expect(!NetworkOperation.isNormalized("http://example.com:80/"))
         #expect(!NetworkOperation.isNormalized("HTTPS://example.com/"))
     }
+
+    /// The cache key found without parsing is the key `URLComponents` gives, for every URL it applies to.
+    @Test(arguments: [
+        "http://example.com/a?b=c", "https://example.com:8443/x", "http://127.0.0.1:18089/cache/3600?n=1",
+        "http://example.com:443/", "https://example.com:80/", "http://example.com:/", "http://example.com:080/",
+        "http://example.com:99999/", "http://user@example.com/", "http://user:pw@example.com/", "http://[::1]:8080/x",
+        "http://ex%41mple.com/", "http://example.com./p", "http://example.com/a%20b?c=%2F", "http://example.com/?",
+        "http://example.com/a?b#c", "http://example.com/a/../b", "http://example.com/caf%C3%A9", "http://example.com",
+        "http://h/a b", "http://h/a|b", "http://\u{E9}.com/", "http://xn--9ca.com/", "http://h/{x}", "http://h/a\\b", "http://-h-/", "http://h_1/", "http://1.2.3.4:1/",
+    ])
+    func theCacheKeyWithoutParsingIsTheParsedKey(_ string: String) throws {
+        guard let url = URL(string: string) else { return }
+        if let fast = CacheURLKey.normalKey(url.absoluteString) {
+            #expect(fast == CacheURLKey.parsedKey(for: url))
+        }
+        #expect(CacheURLKey.key(for: url) == CacheURLKey.parsedKey(for: url))
+    }
+
+    /// The same over random URLs built from the characters that matter (seeded, so a failure repeats).
+    @Test func theCacheKeyWithoutParsingMatchesOnRandomURLs() {
+        var generator = SeededGenerator(seed: 24)
+        let pieces = ["http://", "https://", "HTTP://", "h", "H", "x.y", ":", "80", "443", "0", "8080", "@", "/", "?", "#",
+                      "%2F", "%41", "a", "-", ".", "..", "[", "]", "::1", " ", "|", "é", "=", "&"]
+        var checked = 0
+        for _ in 0..<20_000 {
+            let string = (0..<Int.random(in: 2...9, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            guard let url = URL(string: string), url.baseURL == nil else { continue }
+            if let fast = CacheURLKey.normalKey(url.absoluteString) {
+                checked += 1
+                #expect(fast == CacheURLKey.parsedKey(for: url), "\(string)")
+            }
+        }
+        #expect(checked > 50, "the generator reaches URLs of the cheap form")
+    }
+}
+
+/// A small deterministic generator (SplitMix64) for repeatable random tests.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Tier 1: what an entry parses once when stored gives the answers the headers give when parsed on
+/// every lookup.
+@Suite("Cache entry facts")
+struct CacheEntryFactsTests {
+    @Test(arguments: [
+        ["Cache-Control": "max-age=60"], ["Cache-Control": "max-age=abc"], ["Cache-Control": "public"],
+        ["Expires": "Thu, 01 Jan 2099 00:00:00 GMT"], ["Expires": "0"], ["Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT"],
+        ["Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT", "Cache-Control": "public"], ["Age": "30", "Cache-Control": "max-age=100"],
+        ["Date": "Sat, 01 Jan 2050 00:00:00 GMT", "Cache-Control": "max-age=10"], ["Date": "garbage", "Age": "5"],
+        ["Cache-Control": "no-cache, max-age=5", "Pragma": "no-cache"], [:],
+    ])
+    func factsAgreeWithTheHeaders(_ fields: [String: String]) throws {
+        var headers = HTTPFields()
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) { headers.append(HTTPField(name: try #require(HTTPField.Name(name)), value: value)) }
+        let requestTime = Date(timeIntervalSince1970: 1_800_000_000)
+        let responseTime = requestTime.addingTimeInterval(2)
+        for status in [HTTPResponse.Status.ok, .notFound, .init(code: 299)] {
+            var entry = CachedResponseEntry(
+                url: URL(string: "https://example.com/x")!, status: status, headers: headers, body: Data(),
+                requestTime: requestTime, responseTime: responseTime)
+            for (now, cap) in [(responseTime, 86_400), (responseTime.addingTimeInterval(500), 100), (responseTime.addingTimeInterval(1e7), -1)] {
+                let evaluation = CacheFreshness.evaluate(entry, now: now, heuristicCap: cap)
+                #expect(evaluation.lifetime == CacheFreshness.freshnessLifetime(status: status, headers: headers, responseTime: responseTime, heuristicCap: cap))
+                #expect(evaluation.age == CacheFreshness.currentAge(headers: headers, requestTime: requestTime, responseTime: responseTime, now: now))
+                #expect(entry.facts.control == CacheControl(responseHeaders: headers))
+            }
+            // An update (a 304's headers) is parsed again.
+            entry.headers[.cacheControl] = "max-age=7"
+            #expect(CacheFreshness.evaluate(entry, now: responseTime).lifetime == 7)
+        }
+    }
 }

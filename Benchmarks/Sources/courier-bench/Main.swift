@@ -1,4 +1,5 @@
 import ArgumentParser
+import Courier
 import CourierTestServer
 import Foundation
 
@@ -82,7 +83,7 @@ struct UploadCourier: AsyncParsableCommand {
 /// Hidden: one small-GET contender alone, for profilers (`valgrind --tool=callgrind courier-bench profile courier`).
 struct Profile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "profile", shouldDisplay: false)
-    @Argument(help: "ahc, callers (Courier, 6 callers) or courier (Courier, all enqueued)") var contender: String
+    @Argument(help: "ahc, callers (Courier, 6 callers), courier (Courier, all enqueued) or hit (memory cache hits of `--url`, which must be cacheable)") var contender: String
     @Option var requests = 2_000
     @Option var url: String
 
@@ -95,6 +96,7 @@ struct Profile: AsyncParsableCommand {
         let figures = switch contender {
         case "ahc": try await SmallGets.rawAHC(urls, inFlight: 6)
         case "callers": try await SmallGets.courierCallers(urls, inFlight: 6)
+        case "hit": try await CacheHits.run(url: url, count: requests, cache: ResponseCache(directory: nil))
         default: try await SmallGets.courier(urls, inFlight: 6)
         }
         print(figures)

@@ -28,12 +28,8 @@ enum CacheFreshness {
     static func evaluate(
         _ entry: CachedResponseEntry, now: Date, heuristicCap: Int = defaultHeuristicCap
     ) -> Evaluation {
-        Evaluation(
-            lifetime: freshnessLifetime(status: entry.status, headers: entry.headers,
-                                        responseTime: entry.responseTime, heuristicCap: heuristicCap),
-            age: currentAge(headers: entry.headers, requestTime: entry.requestTime,
-                            responseTime: entry.responseTime, now: now)
-        )
+        // From what the entry parsed when it was stored (the same rules as the functions below).
+        Evaluation(lifetime: entry.facts.lifetime(heuristicCap: heuristicCap), age: entry.facts.age(now: now, responseTime: entry.responseTime))
     }
 
     /// `freshness_lifetime` for a private cache (RFC 9111 §4.2.1), first match wins:

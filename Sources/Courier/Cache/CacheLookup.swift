@@ -94,7 +94,7 @@ enum CacheLookup {
         guard let entry = selected else { return requestControl.onlyIfCached ? .unsatisfiable : .miss }
         let omitBody = request.method == .head
         let evaluation = CacheFreshness.evaluate(entry, now: now, heuristicCap: heuristicCap)
-        let responseControl = CacheControl(responseHeaders: entry.headers)
+        let responseControl = entry.facts.control
         let mustValidate = responseControl.noCache || requestControl.noCache
             || !requestAccepts(evaluation, requestControl)
         if !mustValidate {

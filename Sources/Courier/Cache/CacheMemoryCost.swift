@@ -41,7 +41,13 @@ enum CacheMemoryCost {
     /// What the tier holds for one stored response, apart from its key's bookkeeping.
     static func entry(_ entry: CachedResponseEntry) -> Int {
         var bytes = MemoryLayout<CachedResponseEntry>.stride + data(entry.body) + url(entry.url) + headers(entry.headers)
-        bytes += string(entry.status.reasonPhrase) + (entry.credentialPartition.map(string) ?? 0)
+        bytes += string(entry.status.reasonPhrase) + (entry.credentialPartition.map(string) ?? 0) + (entry.cacheKey.map(string) ?? 0)
+        // The parsed Cache-Control kept with the entry (its directives).
+        let directives = entry.facts.control.directives
+        if !directives.isEmpty {
+            bytes += array(count: directives.count, stride: MemoryLayout<CacheControl.Directive>.stride)
+            for directive in directives { bytes += string(directive.name) + (directive.argument.map(string) ?? 0) }
+        }
         if !entry.varySelectedHeaders.isEmpty {
             bytes += block(64 + entry.varySelectedHeaders.count * tableSlot(keyStride: 16, valueStride: 16))
             for (name, value) in entry.varySelectedHeaders { bytes += string(name) + string(value) }

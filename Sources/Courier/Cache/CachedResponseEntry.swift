@@ -8,18 +8,20 @@ import HTTPTypes
 /// (see `CacheStorability`), so an entry always answers GET, and HEAD (§4.3.5).
 struct CachedResponseEntry: Sendable, Equatable {
     /// The target URI of the request that produced the response.
-    var url: URL
+    var url: URL { didSet { cacheKey = CacheURLKey.key(for: url) } }
     /// The response status.
-    var status: HTTPResponse.Status
+    var status: HTTPResponse.Status { didSet { refreshFacts() } }
     /// The stored header fields: the response's, less those §3.1 excludes.
-    var headers: HTTPFields
+    var headers: HTTPFields { didSet { refreshFacts() } }
     /// The content, opaque to the cache core.
     var body: Data
     /// When the request that produced (or last validated) the response was sent: `request_time`
     /// of RFC 9111 §4.2.3.
-    var requestTime: Date
+    var requestTime: Date { didSet { refreshFacts() } }
     /// When that response was received: `response_time` of RFC 9111 §4.2.3.
-    var responseTime: Date
+    var responseTime: Date { didSet { refreshFacts() } }
+    /// What the headers say about freshness, parsed once per change (every lookup reads it).
+    private(set) var facts: CacheEntryFacts
     /// The normalised values of the request fields named by the response's Vary, keyed by
     /// lowercased name; a field the request lacked has no key (RFC 9111 §4.1).
     var varySelectedHeaders: [String: String]
@@ -41,11 +43,13 @@ struct CachedResponseEntry: Sendable, Equatable {
         credentialPartition: String? = nil
     ) {
         self.url = url
+        self.cacheKey = CacheURLKey.key(for: url)
         self.status = status
         self.headers = headers
         self.body = body
         self.requestTime = requestTime
         self.responseTime = responseTime
+        self.facts = CacheEntryFacts(status: status, headers: headers, requestTime: requestTime, responseTime: responseTime)
         self.varySelectedHeaders = varySelectedHeaders
         self.credentialPartition = credentialPartition
     }
@@ -74,7 +78,8 @@ struct CachedResponseEntry: Sendable, Equatable {
 
     /// The normalised URL the entry is filed under (see `CacheURLKey`), or `nil` if `url` has no
     /// scheme or host.
-    var cacheKey: String? { CacheURLKey.key(for: url) }
+    /// Computed once (with the URL): every lookup compares it with each candidate's.
+    private(set) var cacheKey: String?
 
     /// The stored `ETag` (RFC 9110 §8.8.3), trimmed; `nil` when absent or empty.
     var entityTag: String? {
@@ -89,5 +94,9 @@ struct CachedResponseEntry: Sendable, Equatable {
 
     /// The `Date` of the response, or its response time when Date is missing or invalid; orders
     /// entries by recency (RFC 9111 §4.1, §4.3.4).
-    var effectiveDate: Date { CacheFreshness.dateValue(headers: headers, responseTime: responseTime) }
+    var effectiveDate: Date { facts.dateValue }
+
+    private mutating func refreshFacts() {
+        facts = CacheEntryFacts(status: status, headers: headers, requestTime: requestTime, responseTime: responseTime)
+    }
 }

@@ -161,35 +161,41 @@ extension NetworkOperation {
     /// without its scheme's default port, a path that starts with `/`, no fragment. Most URLs an engine
     /// composes are, and this costs no allocation.
     static func isNormalized(_ string: String) -> Bool {
-        let bytes = string.utf8
-        var index = bytes.startIndex
-        // The scheme: lowercase letters up to "://".
-        var scheme = 0   // 1 for http, 2 for https, 0 for another
-        var schemeLength = 0
-        while index != bytes.endIndex, bytes[index] != UInt8(ascii: ":") {
-            let byte = bytes[index]
-            if (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte >= 0x80 { return false }
-            schemeLength += 1
-            index = bytes.index(after: index)
+        let http = string.hasPrefix("http:"), https = string.hasPrefix("https:")
+        var copy = string
+        return copy.withUTF8 { bytes in
+            // Plain integer indices: no generic slices here (they cost runtime metadata lookups per call).
+            func isUppercaseOrNonASCII(_ byte: UInt8) -> Bool { (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte >= 0x80 }
+            // The scheme: no uppercase letter, up to "://".
+            var index = 0
+            while index < bytes.count, bytes[index] != UInt8(ascii: ":") {
+                if isUppercaseOrNonASCII(bytes[index]) { return false }
+                index += 1
+            }
+            let scheme = index == 4 && http ? 1 : index == 5 && https ? 2 : 0
+            guard index + 3 <= bytes.count, bytes[index + 1] == UInt8(ascii: "/"), bytes[index + 2] == UInt8(ascii: "/") else { return false }
+            index += 3
+            // The authority: no uppercase letter or non-ASCII text (`Ä`, the Kelvin sign: lowercased the long
+            // way), not ending in the scheme's default port.
+            let authorityStart = index
+            while index < bytes.count, bytes[index] != UInt8(ascii: "/"), bytes[index] != UInt8(ascii: "?"), bytes[index] != UInt8(ascii: "#") {
+                if isUppercaseOrNonASCII(bytes[index]) { return false }
+                index += 1
+            }
+            func authorityEnds(with suffix: StaticString) -> Bool {
+                let length = suffix.utf8CodeUnitCount
+                guard index - authorityStart >= length else { return false }
+                return (0..<length).allSatisfy { bytes[index - length + $0] == suffix.utf8Start[$0] }
+            }
+            if scheme == 1 && authorityEnds(with: ":80") { return false }
+            if scheme == 2 && authorityEnds(with: ":443") { return false }
+            // The path must start with "/"; no fragment anywhere after the authority.
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "/") else { return false }
+            while index < bytes.count {
+                if bytes[index] == UInt8(ascii: "#") { return false }
+                index += 1
+            }
+            return true
         }
-        if schemeLength == 4 && string.hasPrefix("http:") { scheme = 1 }
-        if schemeLength == 5 && string.hasPrefix("https:") { scheme = 2 }
-        guard bytes[index...].starts(with: "://".utf8) else { return false }
-        index = bytes.index(index, offsetBy: 3)
-        // The authority: no uppercase letter, not ending in the scheme's default port.
-        let authorityStart = index
-        while index != bytes.endIndex {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "#") { break }
-            // Uppercase, or any non-ASCII text (`Ä`, the Kelvin sign): lowercased the long way.
-            if (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")) || byte >= 0x80 { return false }
-            index = bytes.index(after: index)
-        }
-        let authority = bytes[authorityStart..<index]
-        if scheme == 1 && authority.suffix(3).elementsEqual(":80".utf8) { return false }
-        if scheme == 2 && authority.suffix(4).elementsEqual(":443".utf8) { return false }
-        // The path must start with "/"; no fragment anywhere after the authority.
-        guard index != bytes.endIndex, bytes[index] == UInt8(ascii: "/") else { return false }
-        return !bytes[index...].contains(UInt8(ascii: "#"))
     }
 }
