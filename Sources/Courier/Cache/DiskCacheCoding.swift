@@ -47,6 +47,12 @@ enum DiskCacheCoding {
     /// Appends `string` as a JSON string literal (RFC 8259 §7).
     static func appendJSONString(_ string: String, to text: inout String) {
         text += "\""
+        // Most values need no escape at all: appended whole.
+        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            text += string
+            text += "\""
+            return
+        }
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": text += "\\\""

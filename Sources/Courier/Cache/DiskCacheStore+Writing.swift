@@ -87,6 +87,7 @@ extension DiskCacheStore {
     }
 
     func removeAll() {
+        drainQueuedWrites()   // what was stored before is removed too
         let isRemoved: Bool = withDatabase(false) { pool in
             try pool.write { db in try db.execute(sql: "DELETE FROM entries") }
             return true

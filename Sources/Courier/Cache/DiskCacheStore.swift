@@ -195,6 +195,7 @@ final class DiskCacheStore: Sendable {
     /// The intact entries stored for a URL key; damaged ones are removed on the way. Checks the key
     /// index against the database first when it was not checked lately.
     func entries(for urlKey: String, now: Date) -> [CachedResponseEntry] {
+        drainQueuedWrites()   // a queued store or invalidation of this key comes first
         validateIndexIfNeeded()
         let rows: [Row] = withDatabase([]) { pool in
             try pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM entries WHERE urlKey = ? ORDER BY responseTime DESC", arguments: [urlKey]) }

@@ -107,7 +107,12 @@ public final class ResponseCache: Sendable {
     }
 
     /// Closes the disk tier's database; it reopens on next use. Memory is kept.
-    func closeDisk() { onDiskQueue { disk?.close() } }   // after the writes still queued
+    func closeDisk() {
+        onDiskQueue {
+            disk?.drainQueuedWrites()   // the writes still queued go first
+            disk?.close()
+        }
+    }
 
     /// The disk tier's directory, or `nil` for a memory-only cache.
     public var directory: URL? { disk?.directory }
@@ -123,6 +128,7 @@ public final class ResponseCache: Sendable {
         if let disk {
             // After the writes already asked for (they run on the disk queue, in order).
             onDiskQueue {
+                disk.drainQueuedWrites()
                 statistics.diskBytes = disk.totalBytes
                 statistics.diskEntries = disk.entryCount
             }
@@ -152,7 +158,7 @@ public final class ResponseCache: Sendable {
     /// memory at once and written to disk on the cache's own queue, never on the thread that got the
     /// response; a command-line tool that exits right after a request calls this first.
     public func synchronize() async {
-        await onQueue(diskQueue) {}
+        await onQueue(diskQueue) { [disk] in disk?.drainQueuedWrites() }
     }
 
     /// Empties the memory tier (for memory pressure). The disk tier, written through, keeps everything;
@@ -256,9 +262,7 @@ public final class ResponseCache: Sendable {
             for evicted in state.lru.insert(key, cost: cost) { state.variants[evicted] = nil }
         }
         // Disk writes gather and go in batches on the disk queue; the caller never waits for them.
-        if let disk, disk.enqueue(.store(entry, urlKey: key, now: now())) {
-            diskQueue.async { disk.drainQueuedWrites() }
-        }
+        if let disk, disk.enqueue(.store(entry, urlKey: key, now: now())) { scheduleDrain(of: disk) }
     }
 
     /// Forgets every variant stored under these keys (see `CacheInvalidation`).
@@ -270,9 +274,16 @@ public final class ResponseCache: Sendable {
                 state.lru.remove(key)
             }
         }
-        if let disk, disk.enqueue(.invalidate(keys)) {
-            diskQueue.async { disk.drainQueuedWrites() }
-        }
+        if let disk, disk.enqueue(.invalidate(keys)) { scheduleDrain(of: disk) }
+    }
+
+    /// How long the first queued write waits for others to join its batch: one SQLite transaction (and
+    /// one wake of the disk queue) for all the responses stored meanwhile. Anything that reads the disk
+    /// tier (a lookup, ``statistics``, ``synchronize()``, closing) writes what is queued first.
+    static let writeBatchDelay: DispatchTimeInterval = .milliseconds(5)
+
+    private func scheduleDrain(of disk: DiskCacheStore) {
+        diskQueue.asyncAfter(deadline: .now() + Self.writeBatchDelay) { disk.drainQueuedWrites() }
     }
 
     func record(_ outcome: CacheOutcome) {
