@@ -211,3 +211,22 @@ struct DiskCacheIndexTests {
         #expect(parsed.count == fields.count)
     }
 }
+
+/// The disk tier's header text is read without `JSONSerialization` when it is in the form Courier
+/// writes; anything else goes to the full parser, which reads it the same or refuses it.
+@Suite("Disk cache header text")
+struct DiskCacheHeaderTextTests {
+    @Test(arguments: [
+        #"[]"#, #"[["a","b"]]"#, #"[["a","b"],["c","d\"e\\f\/g\n\r\t"]]"#, #"[["a","\u0001"]]"#, #"[ ["a","b"] ]"#,
+        #"[["a","b"]"#, #"[["a"]]"#, #"[["a","b","c"]]"#, #"[["a",1]]"#, #"{"a":"b"}"#, #"[["a","b"]]x"#, "", #"[["a","b"],]"#,
+        #"[["a","caf\u00e9"]]"#, "[[\"a\",\"caf\u{E9} \u{1F600}\"]]", #"[["a","b\"]]"#, #"[["a","b\q"]]"#,
+    ])
+    func theQuickReaderAgreesWithJSONSerialization(_ text: String) {
+        let full = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [[String]]
+        if let quick = DiskCacheCoding.fieldPairs(text) {
+            #expect(quick == full, "what the quick reader accepts, the full parser reads the same")
+        }
+        let viaQuickFirst = DiskCacheCoding.fieldPairs(text) ?? full
+        #expect(viaQuickFirst == full)
+    }
+}

@@ -83,7 +83,7 @@ struct UploadCourier: AsyncParsableCommand {
 /// Hidden: one small-GET contender alone, for profilers (`valgrind --tool=callgrind courier-bench profile courier`).
 struct Profile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "profile", shouldDisplay: false)
-    @Argument(help: "ahc, callers (Courier, 6 callers), courier (Courier, all enqueued) or hit (memory cache hits of `--url`, which must be cacheable)") var contender: String
+    @Argument(help: "ahc, callers (Courier, 6 callers), courier (Courier, all enqueued) hit or diskhit (memory or disk cache hits of `--url`, which must be cacheable), store (distinct cacheable GETs of `--url?n=…` stored by a memory + disk cache)") var contender: String
     @Option var requests = 2_000
     @Option var url: String
 
@@ -93,10 +93,16 @@ struct Profile: AsyncParsableCommand {
 
     nonisolated static func profile(contender: String, requests: Int, url: String) async throws {
         let urls = (0..<requests).map { "\(url)?n=\($0)" }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-bench-profile-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
         let figures = switch contender {
         case "ahc": try await SmallGets.rawAHC(urls, inFlight: 6)
         case "callers": try await SmallGets.courierCallers(urls, inFlight: 6)
         case "hit": try await CacheHits.run(url: url, count: requests, cache: ResponseCache(directory: nil))
+        case "diskhit": try await CacheHits.run(url: url, count: requests, cache: ResponseCache(memoryCapacity: 0, directory: directory))
+        case "store":
+            try await CacheStore.run(
+                base: url, requests: requests, callers: 6, cache: ResponseCache(memoryCapacity: 8 << 20, diskCapacity: 8 << 20, directory: directory))
         default: try await SmallGets.courier(urls, inFlight: 6)
         }
         print(figures)

@@ -70,7 +70,7 @@ enum DiskCacheCoding {
     }
 
     static func headers(from text: String) -> HTTPFields? {
-        guard let pairs = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [[String]] else { return nil }
+        guard let pairs = fieldPairs(text) ?? ((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [[String]]) else { return nil }
         var fields = HTTPFields()
         for pair in pairs {
             guard pair.count == 2, let name = HTTPField.Name(pair[0]) else { return nil }
@@ -87,6 +87,65 @@ enum DiskCacheCoding {
     }
 
     static func vary(from text: String) -> [String: String]? {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: String]
+        if text == "{}" { return [:] }   // most responses have no Vary
+        return (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: String]
+    }
+
+    /// Reads the header text as ``text(of:)`` writes it (`[["name","value"],...]`, strings without
+    /// `\u` escapes), without `JSONSerialization`: every disk hit reads it. `nil` for anything else
+    /// (other whitespace, `\u` escapes, a damaged row), which the full JSON parser then reads or refuses.
+    static func fieldPairs(_ text: String) -> [[String]]? {
+        var copy = text
+        return copy.withUTF8 { bytes -> [[String]]? in
+            var index = 0
+            func expect(_ byte: UInt8) -> Bool {
+                guard index < bytes.count, bytes[index] == byte else { return false }
+                index += 1
+                return true
+            }
+            func string() -> String? {
+                guard expect(UInt8(ascii: "\"")) else { return nil }
+                var scalars = [UInt8]()
+                var start = index
+                while index < bytes.count {
+                    let byte = bytes[index]
+                    if byte == UInt8(ascii: "\"") {
+                        scalars.append(contentsOf: bytes[start..<index])
+                        index += 1
+                        return String(decoding: scalars, as: UTF8.self)
+                    }
+                    if byte < 0x20 { return nil }
+                    if byte == UInt8(ascii: "\\") {
+                        guard index + 1 < bytes.count else { return nil }
+                        scalars.append(contentsOf: bytes[start..<index])
+                        switch bytes[index + 1] {
+                        case UInt8(ascii: "\""): scalars.append(UInt8(ascii: "\""))
+                        case UInt8(ascii: "\\"): scalars.append(UInt8(ascii: "\\"))
+                        case UInt8(ascii: "/"): scalars.append(UInt8(ascii: "/"))
+                        case UInt8(ascii: "n"): scalars.append(0x0A)
+                        case UInt8(ascii: "r"): scalars.append(0x0D)
+                        case UInt8(ascii: "t"): scalars.append(0x09)
+                        default: return nil   // \u and the rest: the full parser
+                        }
+                        index += 2
+                        start = index
+                        continue
+                    }
+                    index += 1
+                }
+                return nil
+            }
+            guard expect(UInt8(ascii: "[")) else { return nil }
+            var pairs: [[String]] = []
+            if expect(UInt8(ascii: "]")) { return index == bytes.count ? pairs : nil }
+            repeat {
+                guard expect(UInt8(ascii: "[")), let name = string(), expect(UInt8(ascii: ",")), let value = string(),
+                    expect(UInt8(ascii: "]"))
+                else { return nil }
+                pairs.append([name, value])
+            } while expect(UInt8(ascii: ","))
+            guard expect(UInt8(ascii: "]")), index == bytes.count else { return nil }
+            return pairs
+        }
     }
 }

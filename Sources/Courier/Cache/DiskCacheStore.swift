@@ -198,7 +198,10 @@ final class DiskCacheStore: Sendable {
         drainQueuedWrites()   // a queued store or invalidation of this key comes first
         validateIndexIfNeeded()
         let rows: [Row] = withDatabase([]) { pool in
-            try pool.read { db in try Row.fetchAll(db, sql: "SELECT * FROM entries WHERE urlKey = ? ORDER BY responseTime DESC", arguments: [urlKey]) }
+            // A cached statement: prepared (and authorised) once per connection, not on every hit.
+            try pool.read { db in
+                try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM entries WHERE urlKey = ? ORDER BY responseTime DESC"), arguments: [urlKey])
+            }
         }
         var entries: [CachedResponseEntry] = []
         var damaged: [String] = []
