@@ -16,19 +16,19 @@ struct UploadTests {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-upload-\(UUID().uuidString).bin")
-        let content = Data((0..<300_000).map { UInt8($0 % 253) })
+        let content = Data((0..<1_000_000).map { UInt8($0 % 253) })   // four 256 KiB parts
         try content.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let engine = Self.engine(server)
         let progress = ProgressLog()
         let op = engine.operation(path: "/echo", method: .post, body: .file(file))
         op.onUploadProgress { progress.append($0) }
-        op.maximumBytesPerSecond = 1_000_000   // ~0.2 s, so reports (at most one per 20 ms) come part by part
+        op.maximumBytesPerSecond = 4_000_000   // ~0.25 s, so reports (at most one per 20 ms) come part by part
         let response = try await engine.send(op)
         #expect(response.body == content)
-        #expect(server.recordedRequests.last?.header("Content-Length") == "300000")
+        #expect(server.recordedRequests.last?.header("Content-Length") == "1000000")
         #expect(server.recordedRequests.last?.header("Content-Type") == "application/octet-stream")
-        #expect(await eventually { progress.last?.completedBytes == 300_000 && progress.last?.totalBytes == 300_000 })
+        #expect(await eventually { progress.last?.completedBytes == 1_000_000 && progress.last?.totalBytes == 1_000_000 })
         #expect(progress.all.count > 2, "reported part by part")
         #expect(progress.all.contains { $0.bytesPerSecond != nil && $0.estimatedTimeRemaining != nil }, "with rate and time left")
     }
