@@ -146,6 +146,33 @@ struct DiskCacheIndexTests {
         #expect(stored.statistics.diskEntries == 21)
     }
 
+    /// Review finding: a disk read under way when the URL is invalidated (a POST's answer,
+    /// `removeResponses`) must not put what it read back in memory, where every later lookup would find
+    /// it. A large body keeps the read busy long enough for the invalidation to come during it (when it
+    /// comes after, there is nothing to revive and the test passes as well: it cannot fail spuriously).
+    @Test func aReadUnderWayDoesNotReviveAnInvalidatedResponse() async throws {
+        let directory = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let stored = ResponseCache(memoryCapacity: 256 << 20, diskCapacity: 256 << 20, directory: directory, clock: { [clock] in clock.now })
+        let big = entry("big", bytes: 32 << 20)
+        var revived = 0
+        for _ in 0..<3 {
+            stored.store(big)
+            await stored.synchronize()
+            stored.flushMemory()
+            let done = DispatchSemaphore(value: 0)
+            stored.readDisk(for: big.url) { _ in done.signal() }
+            try await Task.sleep(for: .milliseconds(30))   // the read is decoding the body
+            stored.removeResponses(for: big.url)
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { done.wait(); continuation.resume() }
+            }
+            await stored.synchronize()
+            if !(stored.memoryCandidates(for: big.url) ?? []).isEmpty { revived += 1 }
+        }
+        #expect(revived == 0, "an invalidated response came back into memory")
+    }
+
     /// What memory let go of before its disk write happened is still found: the read waits for the write.
     @Test func aStoreThenALookupFindsItWhenMemoryLetItGo() async throws {
         let directory = temporaryDirectory()

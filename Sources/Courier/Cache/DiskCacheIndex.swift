@@ -8,8 +8,10 @@
 ///   checks `PRAGMA data_version` on its writer connection at every write transaction and at least
 ///   that often otherwise, and reloads the keys when another connection (another process, or another
 ///   ``ResponseCache`` on the same directory) committed. So another process's new entries are seen
-///   within `trustInterval`; until then a lookup is a miss, which RFC 9111 always allows (nothing
-///   wrong is ever served: a stored response is always read from the database itself).
+///   within `trustInterval`; until then a lookup is a miss, which RFC 9111 always allows (the index
+///   never makes a lookup serve anything: what is served is read from the database itself). A response
+///   another process invalidates is still served from this process's memory tier until memory lets it
+///   go: the memory tier does not watch the disk.
 /// - ``Answer/mayBePresent`` may be wrong (a row evicted or invalidated by another process, a hash
 ///   collision): the disk is read, and finds nothing.
 /// - ``Answer/unknown``: not loaded yet, or not checked lately; the disk is read (and the index checked).

@@ -44,6 +44,15 @@ public final class ResponseCache: Sendable {
         var lru: MemoryLRU<String>
         var variants: [String: [CachedResponseEntry]] = [:]
         var statistics = Statistics()
+        /// The keys whose disk tier is being read, and whether a store or an invalidation of the key came
+        /// meanwhile: then what the read found is not put in memory (it may be what was just invalidated,
+        /// or older than what was just stored). Holds only the keys of reads under way.
+        var reads: [String: (readers: Int, changed: Bool)] = [:]
+
+        /// A store or an invalidation of `key`: a read of it under way must not remember what it found.
+        mutating func changed(_ key: String) {
+            if reads[key] != nil { reads[key]?.changed = true }
+        }
     }
 
     private let state: NIOLockedValueBox<State>
@@ -141,6 +150,7 @@ public final class ResponseCache: Sendable {
         state.withLockedValue { state in
             _ = state.lru.trim(to: 0)
             state.variants = [:]
+            for key in state.reads.keys { state.changed(key) }
         }
         onDiskQueue { disk?.removeAll() }
     }
@@ -227,8 +237,11 @@ public final class ResponseCache: Sendable {
     /// The variants on disk (remembered in memory when found). Blocking I/O.
     func diskCandidates(for url: URL) -> [CachedResponseEntry] {
         guard let key = CacheURLKey.key(for: url), let disk else { return [] }
+        // Registered before the read writes what is queued and reads: a store or an invalidation from
+        // then on makes what it finds unfit to remember (this lookup still uses it: it began first).
+        state.withLockedValue { $0.reads[key, default: (0, false)].readers += 1 }
         let fromDisk = disk.entries(for: key, now: now())
-        if !fromDisk.isEmpty { remember(fromDisk, under: key) }
+        remember(fromDisk, under: key)
         return fromDisk
     }
 
@@ -239,8 +252,13 @@ public final class ResponseCache: Sendable {
         diskQueue.async { [self] in body(diskCandidates(for: url)) }
     }
 
+    /// Ends a read of `key` (``diskCandidates(for:)``) and keeps what it found in memory, unless the key
+    /// was stored or invalidated while it read.
     private func remember(_ variants: [CachedResponseEntry], under key: String) {
         state.withLockedValue { state in
+            guard let read = state.reads[key] else { return }
+            state.reads[key] = read.readers > 1 ? (read.readers - 1, read.changed) : nil
+            guard !read.changed, !variants.isEmpty else { return }
             state.variants[key] = variants
             let cost = Self.cost(of: variants, under: key)
             for evicted in state.lru.insert(key, cost: cost) { state.variants[evicted] = nil }
@@ -257,6 +275,7 @@ public final class ResponseCache: Sendable {
             }
             variants.insert(entry, at: 0)
             state.variants[key] = variants
+            state.changed(key)
             state.statistics.stores += 1
             let cost = Self.cost(of: variants, under: key)
             for evicted in state.lru.insert(key, cost: cost) { state.variants[evicted] = nil }
@@ -272,6 +291,7 @@ public final class ResponseCache: Sendable {
             for key in keys {
                 state.variants[key] = nil
                 state.lru.remove(key)
+                state.changed(key)
             }
         }
         if let disk, disk.enqueue(.invalidate(keys)) { scheduleDrain(of: disk) }
