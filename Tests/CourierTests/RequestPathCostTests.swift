@@ -88,7 +88,7 @@ struct RequestPathCostTests {
 
     /// The same over random URLs built from the characters that matter (seeded, so a failure repeats).
     @Test func theCacheKeyWithoutParsingMatchesOnRandomURLs() {
-        var generator = SeededGenerator(seed: 24)
+        var generator = SplitMix64(seed: 24)
         let pieces = ["http://", "https://", "HTTP://", "h", "H", "x.y", ":", "80", "443", "0", "8080", "@", "/", "?", "#",
                       "%2F", "%41", "a", "-", ".", "..", "[", "]", "::1", " ", "|", "é", "=", "&"]
         var checked = 0
@@ -101,19 +101,6 @@ struct RequestPathCostTests {
             }
         }
         #expect(checked > 50, "the generator reaches URLs of the cheap form")
-    }
-}
-
-/// A small deterministic generator (SplitMix64) for repeatable random tests.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
 

@@ -36,39 +36,15 @@ enum DiskCacheCoding {
         for (index, field) in headers.enumerated() {
             if index > 0 { text += "," }
             text += "["
-            appendJSONString(field.name.rawName, to: &text)
+            JSONStringLiteral.append(field.name.rawName, to: &text)
             text += ","
-            appendJSONString(field.value, to: &text)
+            JSONStringLiteral.append(field.value, to: &text)
             text += "]"
         }
         return text + "]"
     }
 
-    /// Appends `string` as a JSON string literal (RFC 8259 §7).
-    static func appendJSONString(_ string: String, to text: inout String) {
-        text += "\""
-        // Most values need no escape at all: appended whole.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            text += string
-            text += "\""
-            return
-        }
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": text += "\\\""
-            case "\\": text += "\\\\"
-            case "\n": text += "\\n"
-            case "\r": text += "\\r"
-            case "\t": text += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                text += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: text.unicodeScalars.append(scalar)
-            }
-        }
-        text += "\""
-    }
-
+    /// The fields of ``text(of:)``'s form, in order; `nil` for damaged text (the row is then a miss).
     static func headers(from text: String) -> HTTPFields? {
         guard let pairs = fieldPairs(text) ?? ((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [[String]]) else { return nil }
         var fields = HTTPFields()

@@ -124,26 +124,7 @@ extension ParameterValue: CustomStringConvertible {
     }
 
     /// Quotes `string` using JSON string escaping rules.
-    private static func quoted(_ string: String) -> String {
-        var result = "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16, uppercase: false)
-                    result += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return result + "\""
-    }
+    private static func quoted(_ string: String) -> String { JSONStringLiteral.quoted(string) }
 }
 
 // MARK: - Foundation JSON bridging
