@@ -22,13 +22,25 @@ struct DownloadWriter: Sendable {
     /// Whether the descriptors were closed (shared by the copies of this value): they are closed once,
     /// since a descriptor number closed twice may by then be another file's.
     private let closed = NIOLockedValueBox(false)
-    /// Bytes in the partial files (the offset the next chunk is written at).
+    /// Bytes in the partial files that a finished write put there: what a kept partial file holds.
     private(set) var length: Int64
+    /// The offset the next write starts at: ``length`` plus the write in flight, if any.
+    private var submitted: Int64
+    /// The write running on NIO's thread pool while the next megabyte is received, and the length the
+    /// files have once it succeeds. One at a time: the next write starts only after this one succeeded,
+    /// so a failed write never leaves a hole before a later one (a hole would be zeros a resumed
+    /// download kept as data). Every path that closes the files waits for it first.
+    private var inFlight: (write: EventLoopFuture<PartialFile.Failure?>, end: Int64)?
     /// Chunks gathered for one write: each write is a hop to the file system's threads, so small
-    /// network chunks are written a megabyte at a time (memory stays bounded by that).
+    /// network chunks are written a megabyte at a time (memory stays bounded by two of them: the one
+    /// being written and the one being gathered).
     private var pending = ByteBuffer()
     /// The size of one write.
     static let writeSize = 1 << 20
+
+    private init(destinations: [URL], files: [PartialFile], held: HeldPartialFile?, length: Int64) {
+        (self.destinations, self.files, self.held, self.length, self.submitted) = (destinations, files, held, length, length)
+    }
 
     /// The partial file beside `destination`.
     static func partialURL(for destination: URL) -> URL { PartialFileNames.partialURL(for: destination) }
@@ -83,34 +95,59 @@ struct DownloadWriter: Sendable {
         }
     }
 
-    /// Appends a chunk to every partial file (gathered into writes of ``writeSize``).
+    /// Appends a chunk to every partial file, gathered into writes of ``writeSize``. A full megabyte
+    /// starts writing on NIO's thread pool while the next is received; a write's failure is thrown by
+    /// the call after it (or by ``flush()``).
     mutating func write(_ chunk: ByteBuffer) async throws(NetworkError) {
-        if pending.readableBytes == 0, chunk.readableBytes >= Self.writeSize { return try await writeNow(chunk) }
+        if pending.readableBytes == 0, chunk.readableBytes >= Self.writeSize { return try await startWrite(chunk) }
         pending.writeImmutableBuffer(chunk)
-        if pending.readableBytes >= Self.writeSize { try await flush() }
+        if pending.readableBytes >= Self.writeSize {
+            let bytes = pending
+            pending = ByteBuffer()
+            try await startWrite(bytes)
+        }
     }
 
-    /// Writes what is gathered.
+    /// Writes what is gathered and waits for every write: afterwards ``length`` counts every byte given.
     mutating func flush() async throws(NetworkError) {
-        guard pending.readableBytes > 0 else { return }
-        let bytes = pending
-        pending = ByteBuffer()
-        try await writeNow(bytes)
+        if pending.readableBytes > 0 {
+            let bytes = pending
+            pending = ByteBuffer()
+            try await startWrite(bytes)
+        }
+        try await settle()
     }
 
-    private mutating func writeNow(_ bytes: ByteBuffer) async throws(NetworkError) {
+    /// Waits for the write in flight, if any (never cancelled: its descriptors stay open until it ends).
+    /// - Throws: Its failure, as ``NetworkError/Code/fileUnavailable``.
+    private mutating func settle() async throws(NetworkError) {
+        guard let (write, end) = inFlight else { return }
+        inFlight = nil
+        let failure: PartialFile.Failure?
+        do {
+            failure = try await write.get()
+        } catch {
+            throw Self.fileError(error, destination: destinations.first)
+        }
+        if let failure { throw failure.networkError(destination: destinations.first) }
+        length = end
+    }
+
+    /// Waits for the write before, then starts writing `bytes` at the end of what was submitted.
+    private mutating func startWrite(_ bytes: ByteBuffer) async throws(NetworkError) {
+        try await settle()
         guard !closed.withLockedValue({ $0 }) else {
             throw NetworkError(.fileUnavailable, "cannot write \(destinations.first?.path ?? "the destination"): its partial file was closed")
         }
-        let (files, offset) = (self.files, length)
-        try await Self.run(destination: destinations.first) { () throws(PartialFile.Failure) in
-            let failure = bytes.withUnsafeReadableBytes { buffer -> PartialFile.Failure? in
+        let (files, offset) = (self.files, submitted)
+        let write = NIOThreadPool.singleton.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) { () -> PartialFile.Failure? in
+            bytes.withUnsafeReadableBytes { buffer -> PartialFile.Failure? in
                 do throws(PartialFile.Failure) { for file in files { try file.write(buffer, at: offset) } } catch { return error }
                 return nil
             }
-            if let failure { throw failure }
         }
-        length += Int64(bytes.readableBytes)
+        submitted += Int64(bytes.readableBytes)
+        inFlight = (write, submitted)
     }
 
     /// Syncs the partial files and renames each into place, replacing what was there (keeping its
@@ -130,7 +167,7 @@ struct DownloadWriter: Sendable {
         do {
             try await writer.flush()
         } catch {
-            await abandon(keep: false)
+            await writer.abandon(keep: false)
             throw error
         }
         guard claimClosing() else {
@@ -208,19 +245,25 @@ struct DownloadWriter: Sendable {
     /// Closes the partial files; removes them unless `keep` (a resumable download that was interrupted).
     /// A held partial file is flushed when kept, and otherwise left to its holder
     /// (``HeldPartialFile/release(keeping:)``), which writes its record or removes it under its lock.
-    /// Runs to the end even if the task is cancelled (it usually is: that is why the transfer stopped).
-    func abandon(keep: Bool) async {
+    /// Waits for the write in flight first (its descriptors are closed only after it). Runs to the end
+    /// even if the task is cancelled (it usually is: that is why the transfer stopped).
+    /// - Returns: The bytes the partial files hold from the start: all that arrived, or, when a write
+    ///   failed, what the writes before it put there (a kept file's record counts no more than that).
+    @discardableResult
+    func abandon(keep: Bool) async -> Int64 {
         let writer = self
-        await uncancelled { await writer.abandoning(keep: keep) }
+        return await uncancelled { await writer.abandoning(keep: keep) }
     }
 
-    private func abandoning(keep: Bool) async {
+    private func abandoning(keep: Bool) async -> Int64 {
+        var writer = self
         if keep, !closed.withLockedValue({ $0 }) {
-            var writer = self
-            try? await writer.flush()   // what arrived is what the record counts
+            try? await writer.flush()   // what arrived is what the record counts, unless a write failed
+        } else {
+            try? await writer.settle()
         }
         let (files, keep, isOpen) = (self.files.dropFirst(held == nil ? 0 : 1), keep, claimClosing())
-        guard !files.isEmpty else { return }
+        guard !files.isEmpty else { return writer.length }
         _ = try? await NIOThreadPool.singleton.runIfActive {
             for file in files {
                 if isOpen {
@@ -231,6 +274,7 @@ struct DownloadWriter: Sendable {
                 }
             }
         }
+        return writer.length
     }
 
     /// Marks the descriptors closed; `true` for the one caller that is to close them.

@@ -153,7 +153,13 @@ extension RequestExecutor {
                 case .complete: break
                 case .sendRequest(let fields, let resumeOffset):
                     // Less than the rest: keep what came (the partial file stays held) and ask again from there.
-                    await writer?.abandon(keep: true)
+                    let onDisk = await writer?.abandon(keep: true)
+                    if let onDisk, onDisk != resumeOffset {
+                        // A write failed: the file does not hold what the next request would continue.
+                        resume = driver
+                        throw NetworkError(.fileUnavailable, "cannot write \(destination.files.first?.path ?? "the destination"): "
+                                           + "its partial file holds \(onDisk) of the \(resumeOffset) bytes received", url: request.url.absoluteString)
+                    }
                     if let record = driver.machine.record { try await driver.partial.writeRecord(record) }
                     driver.offset = resumeOffset
                     resume = driver
@@ -222,8 +228,9 @@ extension RequestExecutor {
         // The record is written (or both files removed) before the partial file's lock is let go. A record
         // that cannot be written (a full disk) leaves the one before it, if any; without one the next
         // download starts over.
-        if destination.keepsPartialFile, case .keepPartial(let record) = action {
-            await writer?.abandon(keep: true)
+        if destination.keepsPartialFile, case .keepPartial(var record) = action {
+            // A write that failed (a full disk) leaves fewer bytes than arrived: the record counts those.
+            if let onDisk = await writer?.abandon(keep: true) { record.bytesOnDisk = min(record.bytesOnDisk, onDisk) }
             try? await driver.partial.writeRecord(record)
             await driver.partial.release(keeping: true)
         } else {
