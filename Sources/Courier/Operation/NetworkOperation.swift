@@ -62,7 +62,10 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     struct Storage {
         var machine = OperationStateMachine()
         var headers: HTTPFields
-        var headerError: NetworkError?
+        var headerError: NetworkError? {
+            get { spilled.headerError.value }
+            set { spilled.headerError.value = newValue }
+        }
         var priority = Priority.normal
         var tag = 0
         var userInfo: [String: any Sendable] = [:]
@@ -78,13 +81,19 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var streams: [Int: AsyncStream<Event>.Continuation] = [:]
         var nextStreamKey = 0
         /// The request without credentials, built once when the operation is enqueued.
-        var prepared: PreparedRequest?
+        var prepared: PreparedRequest? {
+            get { spilled.prepared.value }
+            set { spilled.prepared.value = newValue }
+        }
         /// The headers its flight sent (credentials included) and the names sensitive for that request:
         /// only what the cache's partition and the outbox need, not the whole request.
         var sentHeaders: HTTPFields?
         var sentSensitiveNames: Set<String>?
         /// How the operation uses its engine's cache, and what its lookup found.
-        var cache = CacheState()
+        var cache: CacheState {
+            get { spilled.cache.value ?? CacheState() }
+            set { spilled.cache.value = newValue }
+        }
         /// The operation's own redirect policy and decompression, if they override its engine's.
         var redirects: RedirectPolicy?
         var decompression: Decompression?
@@ -100,7 +109,10 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var freezesWhenUnavailable: Bool?
         var outboxID: String?
         /// The outbox entry, once frozen (for ``NetworkOperation/deliveredOrFrozen()``).
-        var frozenEntry: OutboxEntry?
+        var frozenEntry: OutboxEntry? {
+            get { spilled.frozenEntry.value }
+            set { spilled.frozenEntry.value = newValue }
+        }
         /// The final response's head as it arrived, before its body (for ``NetworkOperation/responseHead``).
         var responseHead: HTTPResponse?
         /// A replay of a frozen request, sent by the outbox: never frozen again.
@@ -109,11 +121,29 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         /// then on it is what the user asked to keep (see ``NetworkOperation/isKept``).
         var isFreezing = false
         /// Set when the operation is taken out of the queue for a reason other than cancellation.
-        var queueExit: QueueExit?
+        var queueExit: QueueExit? {
+            get { spilled.queueExit.value }
+            set { spilled.queueExit.value = newValue }
+        }
         /// The operation's own interceptors (after the engine's).
         var interceptors: [any RequestInterceptor] = []
         /// When it was enqueued, started, answered (kept only when its engine has event monitors).
-        var timeline = OperationTimeline()
+        var timeline: OperationTimeline {
+            get { spilled.timeline.value ?? OperationTimeline() }
+            set { spilled.timeline.value = newValue }
+        }
+        /// The large parts that a waiting operation rarely has, each on the heap only once set: a queue of
+        /// 100,000 waiting operations holds a word for each instead of about 1.4 KB.
+        var spilled = Spilled()
+
+        struct Spilled {
+            var headerError = HeapOptional<NetworkError>()
+            var prepared = HeapOptional<PreparedRequest>()
+            var cache = HeapOptional<CacheState>()
+            var frozenEntry = HeapOptional<OutboxEntry>()
+            var queueExit = HeapOptional<QueueExit>()
+            var timeline = HeapOptional<OperationTimeline>()
+        }
     }
 
     let id = OperationID.next()
@@ -127,7 +157,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     /// A streamed body (file, multipart form, caller's sequence), never held whole.
     let bodySource: RequestBodySource?
     /// Bad input found when the operation was built (URL, body, engine headers); it fails with this when enqueued.
-    let inputError: NetworkError?
+    var inputError: NetworkError? { storedInputError.value }
+    private let storedInputError: HeapOptional<NetworkError>
 
     /// The request method.
     public let method: HTTPRequest.Method
@@ -162,7 +193,9 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var error = inputError
         if case .failure(let urlError) = url { error = error ?? urlError }
         if case .invalid(let bodyError)? = body?.storage { error = error ?? bodyError }
-        self.inputError = error.map { var e = $0; e.url = e.url ?? urlString; return e }
+        var storedInputError = HeapOptional<NetworkError>()
+        storedInputError.value = error.map { var e = $0; e.url = e.url ?? urlString; return e }
+        self.storedInputError = storedInputError
         var fields = headers
         if let contentType = body?.contentType, fields[.contentType] == nil {
             fields[.contentType] = contentType
@@ -365,15 +398,16 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     }
 }
 
-/// What an operation needs from the engine that built it.
-struct OperationContext: Sendable {
+/// What an operation needs from the engine that built it: one shared, immutable object per engine (and
+/// per replay's connectivity), so an operation holds a reference, not a copy of the configuration.
+final class OperationContext: Sendable {
     let engineID: UInt64
     let queue: NetworkQueue
     let executor: RequestExecutor
     let configuration: NetworkEngine.Configuration
     let connectivity: EngineConnectivity
     /// The engine's default headers (a replay after a restart takes its sensitive ones from here).
-    var defaultHeaders: HTTPFields = [:]
+    let defaultHeaders: HTTPFields
     /// The engine's sensitive names, lowercased, computed once (not per request).
     let sensitiveNames: Set<String>
     /// The engine's event monitors, or `nil` when it has none (every hook checks this first).

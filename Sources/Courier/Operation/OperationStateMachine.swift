@@ -8,7 +8,9 @@
 /// queue is never marked finished by anyone but the queue.
 struct OperationStateMachine {
     private(set) var state: NetworkOperation.State = .ready
-    private(set) var outcome: Result<NetworkResponse, NetworkError>?
+    /// The outcome, once known (on the heap: a waiting operation keeps one word for it).
+    var outcome: Result<NetworkResponse, NetworkError>? { storedOutcome.value }
+    private var storedOutcome = HeapOptional<Result<NetworkResponse, NetworkError>>()
     /// Set as soon as cancellation is asked for, before the queue confirms it.
     private(set) var isCancellationRequested = false
     /// Whether its request ever went out (it reached `executing`).
@@ -67,7 +69,7 @@ struct OperationStateMachine {
     mutating func finish(_ result: Result<NetworkResponse, NetworkError>) -> Bool {
         guard state != .finished else { return false }
         state = .finished
-        outcome = result
+        storedOutcome.value = result
         return true
     }
 

@@ -11,24 +11,56 @@ import HTTPTypes
 ///
 /// Only GET and HEAD operations that allow coalescing have a key. The hash is computed once: a key is
 /// hashed on every insert, lookup and removal in the queue's coalescing table.
+///
+/// The fields live in one shared, immutable object: the queue keeps the key of every waiting operation
+/// and flight (a copy is a reference, not 200 bytes), and a key compared with its own copy is equal at once.
 struct CoalescingKey: Hashable, Sendable {
-    let uniqueIdentifier: String
-    /// The request's header fields; compared as a multiset (order and name case do not matter).
-    let headers: HTTPFields
-    /// An order-independent hash of ``headers``.
-    private let headersHash: Int
-    let options: TransportOptions
-    let redirects: RedirectPolicy
-    let maximumBodySize: Int
-    let totalTimeout: Duration?
-    /// How the request runs: its queue group, its transport, its credential provider.
-    let runner: Runner
-    /// The names treated as credentials (dropped on a cross-origin redirect): part of how it runs.
-    let sensitiveNames: Set<String>
-    /// For a download to files, what decides that its body goes to the files; `nil` for a body kept in
-    /// memory. Downloads share flights with downloads only.
-    let download: DownloadKind?
-    private let precomputedHash: Int
+    private let fields: Fields
+
+    /// The key's parts, immutable.
+    private final class Fields: Sendable {
+        let uniqueIdentifier: String
+        /// The request's header fields; compared as a multiset (order and name case do not matter).
+        let headers: HTTPFields
+        /// An order-independent hash of ``headers``.
+        let headersHash: Int
+        let options: TransportOptions
+        let redirects: RedirectPolicy
+        let maximumBodySize: Int
+        let totalTimeout: Duration?
+        /// How the request runs: its queue group, its transport, its credential provider.
+        let runner: Runner
+        /// The names treated as credentials (dropped on a cross-origin redirect): part of how it runs.
+        let sensitiveNames: Set<String>
+        /// For a download to files, what decides that its body goes to the files; `nil` for a body kept in
+        /// memory. Downloads share flights with downloads only.
+        let download: DownloadKind?
+        let precomputedHash: Int
+
+        init(request: PreparedRequest, uniqueIdentifier: String, runner: Runner, download: DownloadKind?) {
+            self.uniqueIdentifier = uniqueIdentifier
+            self.download = download
+            self.runner = runner
+            self.sensitiveNames = request.sensitiveNames
+            self.headers = request.headers
+            self.headersHash = CoalescingKey.unorderedHash(of: request.headers)
+            self.options = request.options
+            self.redirects = request.redirects
+            self.maximumBodySize = request.maximumBodySize
+            self.totalTimeout = request.totalTimeout
+            var hasher = Hasher()
+            hasher.combine(uniqueIdentifier)
+            hasher.combine(headersHash)
+            hasher.combine(options)
+            hasher.combine(redirects)
+            hasher.combine(maximumBodySize)
+            hasher.combine(totalTimeout)
+            hasher.combine(runner)
+            hasher.combine(sensitiveNames)
+            hasher.combine(download)
+            self.precomputedHash = hasher.finalize()
+        }
+    }
 
     /// What identical downloads to files must agree on to share one transfer.
     struct DownloadKind: Hashable, Sendable {
@@ -58,39 +90,24 @@ struct CoalescingKey: Hashable, Sendable {
         }
     }
 
+    /// The request's total timeout (a flight's deadline).
+    var totalTimeout: Duration? { fields.totalTimeout }
+
     init(request: PreparedRequest, uniqueIdentifier: String, runner: Runner = Runner(), download: DownloadKind? = nil) {
-        self.uniqueIdentifier = uniqueIdentifier
-        self.download = download
-        self.runner = runner
-        self.sensitiveNames = request.sensitiveNames
-        self.headers = request.headers
-        self.headersHash = Self.unorderedHash(of: request.headers)
-        self.options = request.options
-        self.redirects = request.redirects
-        self.maximumBodySize = request.maximumBodySize
-        self.totalTimeout = request.totalTimeout
-        var hasher = Hasher()
-        hasher.combine(uniqueIdentifier)
-        hasher.combine(headersHash)
-        hasher.combine(options)
-        hasher.combine(redirects)
-        hasher.combine(maximumBodySize)
-        hasher.combine(totalTimeout)
-        hasher.combine(runner)
-        hasher.combine(sensitiveNames)
-        hasher.combine(download)
-        self.precomputedHash = hasher.finalize()
+        fields = Fields(request: request, uniqueIdentifier: uniqueIdentifier, runner: runner, download: download)
     }
 
     static func == (lhs: CoalescingKey, rhs: CoalescingKey) -> Bool {
-        lhs.precomputedHash == rhs.precomputedHash && lhs.uniqueIdentifier == rhs.uniqueIdentifier
+        if lhs.fields === rhs.fields { return true }
+        let (lhs, rhs) = (lhs.fields, rhs.fields)
+        return lhs.precomputedHash == rhs.precomputedHash && lhs.uniqueIdentifier == rhs.uniqueIdentifier
             && lhs.headersHash == rhs.headersHash && Self.sameFields(lhs.headers, rhs.headers) && lhs.options == rhs.options && lhs.redirects == rhs.redirects
             && lhs.maximumBodySize == rhs.maximumBodySize && lhs.totalTimeout == rhs.totalTimeout
             && lhs.runner == rhs.runner && lhs.sensitiveNames == rhs.sensitiveNames && lhs.download == rhs.download
     }
 
     func hash(into hasher: inout Hasher) {
-        hasher.combine(precomputedHash)
+        hasher.combine(fields.precomputedHash)
     }
 
     /// A hash of the fields that ignores their order: the sum of each field's own hash (names are
