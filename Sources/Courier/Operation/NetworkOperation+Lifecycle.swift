@@ -257,7 +257,8 @@ extension NetworkOperation {
             storage.withLockedValue { storage in
                 storage.sentHeaders = known
                 storage.sentSensitiveNames = names
-                storage.cache.credentialsUndeclared = undeclared
+                // Only a change is written: the cache state takes memory once set (most requests leave it unset).
+                if undeclared != storage.cache.credentialsUndeclared { storage.cache.credentialsUndeclared = undeclared }
             }
         }
         switch result {
