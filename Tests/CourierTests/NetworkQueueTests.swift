@@ -227,3 +227,44 @@ struct NetworkQueueTests {
         #expect(transport.requestCount == 0)
     }
 }
+
+/// The queue remembers a submitted operation only until it finishes, however it finishes.
+extension NetworkQueueTests {
+    final class WeakOperation: @unchecked Sendable {
+        // Written once before any other thread reads it; read only by the test's task afterwards.
+        weak var operation: NetworkOperation?
+        init(_ operation: NetworkOperation) { self.operation = operation }
+    }
+
+    @Test func aFinishedOperationIsNotKeptByItsQueue() async throws {
+        let transport = FakeTransport { request in
+            if request.url.path.hasSuffix("fail") { throw NetworkError(.connectionLost, "dropped") }
+            return FakeTransport.reply()
+        }
+        let queue = NetworkQueue()
+        let engine = NetworkEngine.fake(transport, queue: queue)
+        var weak: [WeakOperation] = []
+        do {
+            let answered = engine.operation(path: "ok")
+            _ = try await engine.send(answered)
+            let failed = engine.operation(path: "fail")
+            _ = try? await engine.send(failed)
+            let invalid = engine.operation(url: "http://exa mple.com/")
+            _ = try? await engine.send(invalid)
+            weak += [WeakOperation(answered), WeakOperation(failed), WeakOperation(invalid)]
+        }
+        let suspended = NetworkQueue(isSuspended: true)
+        let waiting = NetworkEngine.fake(transport, queue: suspended)
+        do {
+            let cancelled = waiting.operation(path: "later")
+            waiting.enqueue(cancelled)
+            cancelled.cancel()
+            _ = try? await cancelled.response()
+            weak.append(WeakOperation(cancelled))
+        }
+        await drain(engine.configuration.callbackQueue)
+        await drain(waiting.configuration.callbackQueue)
+        #expect(await eventually(timeout: .seconds(5)) { weak.allSatisfy { $0.operation == nil } },
+                "operations still alive: \(weak.compactMap { $0.operation?.urlString })")
+    }
+}

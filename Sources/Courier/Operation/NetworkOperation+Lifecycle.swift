@@ -326,10 +326,21 @@ extension NetworkOperation {
     }
 
     func finish(_ result: Result<NetworkResponse, NetworkError>) {
-        let observers = storage.withLockedValue { storage in
-            storage.machine.finish(result) ? publishOutcome(&storage) : []
+        let (observers, tracked) = storage.withLockedValue { storage in
+            storage.machine.finish(result) ? (publishOutcome(&storage), storage.isTracked) : ([], false)
         }
+        if tracked { context.queue.untrack(id) }
         notify(observers)
+    }
+
+    /// Marks the operation as remembered by its queue (``NetworkQueue/track(_:)``), which it then
+    /// leaves when it finishes. Under the same lock as its outcome, so exactly one side forgets it.
+    /// - Returns: `false` when it already finished (the queue forgets it at once).
+    func markTracked() -> Bool {
+        storage.withLockedValue { storage in
+            storage.isTracked = true
+            return storage.machine.outcome == nil
+        }
     }
 
     /// Dispatches the outcome to handlers and streams (under the lock, for ordering), clears every

@@ -6,16 +6,22 @@ extension NetworkOperation {
     /// Where an operation's body goes when not to memory, and its own bandwidth limit.
     struct TransferState {
         var files: [URL] = []
-        var isResumable = false
+        var isResumable = false {
+            didSet { if isResumable, control == nil { control = TransferControl() } }
+        }
         var channel: BodyChannel?
         var throttle: Throttle?
-        /// Tells a running flight what an explicit cancel decided about the partial file.
-        let control = TransferControl()
+        /// Tells a running flight what an explicit cancel decided about the partial file (a resumable
+        /// download's only: made when the operation becomes one).
+        private(set) var control: TransferControl?
 
         func destination(acceptableStatusCodes: Set<Int>, queueThrottle: Throttle?) -> ResponseDestination {
-            ResponseDestination(
+            var throttles: [Throttle] = []
+            if let queueThrottle { throttles.append(queueThrottle) }
+            if let throttle { throttles.append(throttle) }
+            return ResponseDestination(
                 files: files, isResumable: isResumable, channel: channel, acceptableStatusCodes: acceptableStatusCodes,
-                throttles: [queueThrottle, throttle].compactMap { $0 }, control: control)
+                throttles: throttles, control: control)
         }
 
         /// Whether the operation must have a flight of its own.

@@ -76,6 +76,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         }
         /// Whether a handler was ever attached (its calls may still be on the callback queue).
         var hasHadHandlers = false
+        /// Whether its queue remembers it until it finishes (``NetworkQueue/track(_:)``).
+        var isTracked = false
         /// Internal observers of the outcome, called once, outside the lock.
         var observers: [@Sendable (Result<NetworkResponse, NetworkError>) -> Void] = []
         var streams: [Int: AsyncStream<Event>.Continuation] = [:]
@@ -368,19 +370,21 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     }
 
     func cancel(discardingPartialDownload: Bool) {
-        let (action, observers, resumeData) = storage.withLockedValue { storage in
-            if discardingPartialDownload { storage.transfer.control.discardPartial() }
+        let (action, observers, resumeData, tracked) = storage.withLockedValue { storage in
+            if discardingPartialDownload { storage.transfer.control?.discardPartial() }
             let hadFlight = storage.machine.state == .executing
             let action = storage.machine.cancel(url: urlString)
             // An explicit cancel gives up a resumable download's resume data, even one kept by an earlier run.
             // A running flight removes it itself, holding its files; an operation without one does it here.
             let resumeData = discardingPartialDownload && action != .none && !hadFlight && storage.transfer.isResumable
                 ? storage.transfer.files : []
-            return (action, action == .finished ? publishOutcome(&storage) : [], resumeData)
+            return (action, action == .finished ? publishOutcome(&storage) : [], resumeData, storage.isTracked)
         }
         if !resumeData.isEmpty { Self.discardResumeData(for: resumeData) }
         switch action {
-        case .finished: notify(observers)
+        case .finished:
+            if tracked { context.queue.untrack(id) }
+            notify(observers)
         case .removeFromQueue:
             context.queue.cancel(self)
             context.connectivity.cancelHeld(self)

@@ -343,7 +343,7 @@ extension NetworkQueue {
             // Cancelled while waiting to retry, no flight holds the files: an explicit cancel's decision to
             // drop a resumable download's resume data is carried out here.
             let destination = request.destination
-            if destination.isResumable, destination.control.isDiscarding {
+            if destination.isResumable, destination.control?.isDiscarding == true {
                 NetworkOperation.discardResumeData(for: destination.files)
             }
         }

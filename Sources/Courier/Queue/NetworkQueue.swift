@@ -151,10 +151,16 @@ public final class NetworkQueue: Sendable {
     }
 
     /// Remembers a submitted operation until it finishes, so cancellation finds it wherever it waits.
+    /// The operation forgets itself when it finishes (``untrack(_:)``): if it finished before it was
+    /// marked tracked, it is forgotten here.
     func track(_ operation: NetworkOperation) {
         state.withLockedValue { $0.outside[operation.id] = operation }
-        let id = operation.id
-        operation.whenFinished { [weak self] _ in _ = self?.state.withLockedValue { $0.outside.removeValue(forKey: id) } }
+        if !operation.markTracked() { untrack(operation.id) }
+    }
+
+    /// Forgets a tracked operation that finished.
+    func untrack(_ id: OperationID) {
+        state.withLockedValue { _ = $0.outside.removeValue(forKey: id) }
     }
 }
 

@@ -21,11 +21,12 @@ struct ResponseDestination: Sendable {
     var throttles: [Throttle] = []
     /// The most bytes the files may hold (``NetworkEngine/Configuration/maximumDownloadSize``).
     var maximumFileSize: Int64?
-    /// Whether an explicit cancel asked to discard the partial file.
-    var control = TransferControl()
+    /// Whether an explicit cancel asked to discard the partial file: a resumable download's only (any
+    /// other removes its partial file anyway).
+    var control: TransferControl?
 
     /// Whether an interrupted transfer keeps its partial file: a resumable one, unless cancelled explicitly.
-    var keepsPartialFile: Bool { isResumable && !control.isDiscarding }
+    var keepsPartialFile: Bool { isResumable && !(control?.isDiscarding ?? false) }
 
     /// Whether the body is gathered in memory (no file, no stream).
     var keepsInMemory: Bool { files.isEmpty && channel == nil }

@@ -131,7 +131,7 @@ extension RequestExecutor {
         do {
             for try await part in response.body {
                 if let limit, meter.completed + Int64(part.readableBytes) > limit {
-                    destination.control.discardPartial()   // over the limit: nothing is kept to resume
+                    destination.control?.discardPartial()   // over the limit: nothing is kept to resume
                     throw Self.tooLarge(meter.completed + Int64(part.readableBytes), limit: limit, url: request.url)
                 }
                 try await writer?.write(part)
