@@ -97,6 +97,8 @@ struct Profile: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: directory) }
         let figures = switch contender {
         case "ahc": try await SmallGets.rawAHC(urls, inFlight: 6)
+        case "ahcdelegate": try await SmallGets.rawAHC(urls, inFlight: 6, futureBased: true)
+        case "waiting": QueueScale.waitingBytes(url: url, count: requests)
         case "callers": try await SmallGets.courierCallers(urls, inFlight: 6)
         case "hit": try await CacheHits.run(url: url, count: requests, cache: ResponseCache(directory: nil))
         case "diskhit": try await CacheHits.run(url: url, count: requests, cache: ResponseCache(memoryCapacity: 0, directory: directory))

@@ -42,6 +42,21 @@ enum QueueScale {
         return ["wall us/request": (Machine.now - started) * 1e6 / Double(count)]
     }
 
+    /// Profile mode: malloc'd bytes per operation built, then per operation enqueued on a suspended queue.
+    static func waitingBytes(url: String, count: Int) -> Figures {
+        let queue = NetworkQueue(maximumConcurrentOperations: 6, isSuspended: true)
+        let engine = NetworkEngine(baseURL: "http://127.0.0.1", configuration: .init { $0.coalescesRequests = false }, queue: queue)
+        var operations: [NetworkOperation] = []
+        operations.reserveCapacity(count)
+        let before = Machine.allocatedBytes
+        for _ in 0..<count { operations.append(engine.operation(url: url)) }
+        let built = Machine.allocatedBytes
+        for operation in operations { engine.enqueue(operation) }
+        let enqueued = Machine.allocatedBytes
+        for operation in operations { operation.cancel() }
+        return ["bytes/built op": Double(built - before) / Double(count), "bytes/enqueue": Double(enqueued - built) / Double(count)]
+    }
+
     static func courier(url: String, count: Int) async throws -> Figures {
         var figures = Figures()
         // Over the network.

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Courier
 import Foundation
 import NIOCore
+import NIOHTTP1
 import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -46,22 +47,34 @@ enum SmallGets {
         return figures
     }
 
-    /// The baseline: async-http-client configured as Courier configures it, `inFlight` workers.
-    static func rawAHC(_ urls: [String], inFlight: Int) async throws -> Figures {
+    /// The baseline: async-http-client configured as Courier configures it, `inFlight` workers, through its
+    /// async API; with `futureBased`, through `execute(request:delegate:)` and its accumulator instead (the
+    /// profile mode `ahcdelegate`: on this version both cost the same per request).
+    static func rawAHC(_ urls: [String], inFlight: Int, futureBased: Bool = false) async throws -> Figures {
         try await measure(urls.count) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for worker in 0..<inFlight {
                     group.addTask {
                         for index in stride(from: worker, to: urls.count, by: inFlight) {
-                            let response = try await BenchClients.ahc.execute(HTTPClientRequest(url: urls[index]), deadline: .distantFuture)
-                            let body = try await response.body.collect(upTo: 1 << 20)
-                            guard response.status == .ok, body.readableBytes == 1024 else { throw BenchError("bad answer \(response.status)") }
+                            let (status, bytes) = futureBased ? try await futureGet(urls[index]) : try await asyncGet(urls[index])
+                            guard status == .ok, bytes == 1024 else { throw BenchError("bad answer \(status)") }
                         }
                     }
                 }
                 try await group.waitForAll()
             }
         }
+    }
+
+    private static func asyncGet(_ url: String) async throws -> (HTTPResponseStatus, Int) {
+        let response = try await BenchClients.ahc.execute(HTTPClientRequest(url: url), deadline: .distantFuture)
+        return (response.status, try await response.body.collect(upTo: 1 << 20).readableBytes)
+    }
+
+    private static func futureGet(_ url: String) async throws -> (HTTPResponseStatus, Int) {
+        let request = try HTTPClient.Request(url: url)
+        let response = try await BenchClients.ahc.execute(request: request, delegate: ResponseAccumulator(request: request)).futureResult.get()
+        return (response.status, response.body?.readableBytes ?? 0)
     }
 
     /// Courier as an app uses it: every operation enqueued on the shared queue, which keeps `inFlight` running.
