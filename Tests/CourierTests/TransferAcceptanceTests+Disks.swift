@@ -86,3 +86,31 @@ extension TransferAcceptanceTests {
         #expect(server.requests.count == 1, "one transfer feeds all three")
     }
 }
+
+/// A disk that fills as the last megabytes are written (review finding: the write in flight at the end of
+/// the body failed inside `finish()`, and the record kept claimed the whole body was on disk).
+extension TransferAcceptanceTests {
+    @Test(.enabled(if: TemporaryMount.isPermitted, cannotMount))
+    func aWriteThatFailsAtTheEndLeavesARecordCountingOnlyTheBytesOnDisk() async throws {
+        let content = GeneratedContent(size: 2_200_000)
+        let server = try await TransferOriginServer.start(content: content)
+        defer { Task { try? await server.shutdown() } }
+        let roomy = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: roomy) }
+        let small = try TemporaryMount(size: "2m", readOnly: false)
+        defer { small.unmount() }
+        let (first, second) = (roomy.appendingPathComponent("a.bin"), small.folder.appendingPathComponent("b.bin"))
+        let engine = Self.engine(port: server.port)
+
+        let error = await failure(of: engine.operation(path: "/file").download(to: [first, second], resumable: true))
+        #expect(error?.code == .fileUnavailable, "\(String(describing: error))")
+        let store = ResumeRecordStore(destination: first)
+        #expect(await eventually(timeout: .seconds(5)) { FileManager.default.fileExists(atPath: store.recordURL.path) })
+        let onDisk = try Data(contentsOf: store.partialURL)
+        let record = ResumeRecordStore.readNow(at: store.recordURL.path)
+        #expect(record != nil)
+        #expect((record?.bytesOnDisk ?? .max) <= Int64(onDisk.count), "the record counts \(record?.bytesOnDisk ?? -1); the file holds \(onDisk.count)")
+        #expect(onDisk.count < content.size)
+        #expect(!FileManager.default.fileExists(atPath: first.path), "nothing under the final name")
+    }
+}

@@ -140,6 +140,11 @@ extension RequestExecutor {
                 if let report = meter.add(part.readableBytes, at: .now) { progress.download(report) }
                 try await Throttle.wait(for: part.readableBytes, under: throttles)
             }
+            // The write still in flight, and what is gathered, reach the disk before the body counts as
+            // complete: a write that fails here is an interrupted transfer (a resumable download keeps
+            // what the files hold, and its record counts no more), not a whole body that could not be
+            // put in place.
+            try await writer?.flush()
             if meter.completed == 0 {
                 progress.download(TransferProgress(completedBytes: 0, totalBytes: total ?? 0))
             } else if let report = meter.finish(at: .now) {
