@@ -64,7 +64,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var headers: HTTPFields
         var headerError: NetworkError? {
             get { spilled.headerError.value }
-            set { spilled.headerError.value = newValue }
+            _modify { yield &spilled.headerError.value }
         }
         var priority = Priority.normal
         var tag = 0
@@ -85,7 +85,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         /// The request without credentials, built once when the operation is enqueued.
         var prepared: PreparedRequest? {
             get { spilled.prepared.value }
-            set { spilled.prepared.value = newValue }
+            _modify { yield &spilled.prepared.value }
         }
         /// The headers its flight sent (credentials included) and the names sensitive for that request:
         /// only what the cache's partition and the outbox need, not the whole request.
@@ -93,8 +93,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var sentSensitiveNames: Set<String>?
         /// How the operation uses its engine's cache, and what its lookup found.
         var cache: CacheState {
-            get { spilled.cache.value ?? CacheState() }
-            set { spilled.cache.value = newValue }
+            _read { yield spilled.cache[default: CacheState()] }
+            _modify { yield &spilled.cache[default: CacheState()] }
         }
         /// The operation's own redirect policy and decompression, if they override its engine's.
         var redirects: RedirectPolicy?
@@ -113,7 +113,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         /// The outbox entry, once frozen (for ``NetworkOperation/deliveredOrFrozen()``).
         var frozenEntry: OutboxEntry? {
             get { spilled.frozenEntry.value }
-            set { spilled.frozenEntry.value = newValue }
+            _modify { yield &spilled.frozenEntry.value }
         }
         /// The final response's head as it arrived, before its body (for ``NetworkOperation/responseHead``).
         var responseHead: HTTPResponse?
@@ -125,14 +125,14 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         /// Set when the operation is taken out of the queue for a reason other than cancellation.
         var queueExit: QueueExit? {
             get { spilled.queueExit.value }
-            set { spilled.queueExit.value = newValue }
+            _modify { yield &spilled.queueExit.value }
         }
         /// The operation's own interceptors (after the engine's).
         var interceptors: [any RequestInterceptor] = []
         /// When it was enqueued, started, answered (kept only when its engine has event monitors).
         var timeline: OperationTimeline {
-            get { spilled.timeline.value ?? OperationTimeline() }
-            set { spilled.timeline.value = newValue }
+            _read { yield spilled.timeline[default: OperationTimeline()] }
+            _modify { yield &spilled.timeline[default: OperationTimeline()] }
         }
         /// The large parts that a waiting operation rarely has, each on the heap only once set: a queue of
         /// 100,000 waiting operations holds a word for each instead of about 1.4 KB.
