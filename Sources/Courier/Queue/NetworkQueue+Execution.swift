@@ -355,10 +355,15 @@ extension NetworkQueue {
         perform(effects, result: outcome, sent: finished)
     }
 
+    /// Calls `body` with each operation subscribed to `flight` now (outside the queue's lock). A flight
+    /// with one subscriber, the common case, builds no array.
     private func forEachSubscriber(of flight: FlightID, _ body: (NetworkOperation) -> Void) {
-        let subscribers = state.withLockedValue { state in
-            state.machine.subscribers(of: flight).compactMap { state.operations[$0] }
+        let (only, subscribers) = state.withLockedValue { state -> (NetworkOperation?, [NetworkOperation]) in
+            let ids = state.machine.subscribers(of: flight)
+            if ids.count == 1 { return (state.operations[ids[0]], []) }
+            return (nil, ids.compactMap { state.operations[$0] })
         }
+        if let only { body(only) }
         for operation in subscribers { body(operation) }
     }
 
