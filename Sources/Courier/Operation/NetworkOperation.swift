@@ -401,39 +401,3 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         cancel()
     }
 }
-
-/// What an operation needs from the engine that built it: one shared, immutable object per engine (and
-/// per replay's connectivity), so an operation holds a reference, not a copy of the configuration.
-final class OperationContext: Sendable {
-    let engineID: UInt64
-    let queue: NetworkQueue
-    let executor: RequestExecutor
-    let configuration: NetworkEngine.Configuration
-    let connectivity: EngineConnectivity
-    /// The engine's default headers (a replay after a restart takes its sensitive ones from here).
-    let defaultHeaders: HTTPFields
-    /// The engine's sensitive names, lowercased, computed once (not per request).
-    let sensitiveNames: Set<String>
-    /// The engine's event monitors, or `nil` when it has none (every hook checks this first).
-    let monitors: EventMonitorHub?
-
-    init(
-        engineID: UInt64, queue: NetworkQueue, executor: RequestExecutor, configuration: NetworkEngine.Configuration,
-        connectivity: EngineConnectivity, defaultHeaders: HTTPFields = [:], monitors: EventMonitorHub? = nil
-    ) {
-        self.engineID = engineID
-        self.queue = queue
-        self.executor = executor
-        self.configuration = configuration
-        self.connectivity = connectivity
-        self.defaultHeaders = defaultHeaders
-        self.sensitiveNames = configuration.lowercasedSensitiveNames
-        self.monitors = monitors ?? EventMonitorHub.make(configuration.eventMonitors)
-    }
-
-    /// The engine's sensitive names and those of the provider's `credentials`: the fields that carry
-    /// credentials for one request.
-    func sensitiveNames(with credentials: HTTPFields) -> Set<String> {
-        credentials.isEmpty ? sensitiveNames : sensitiveNames.union(credentials.map(\.name.canonicalName))
-    }
-}
