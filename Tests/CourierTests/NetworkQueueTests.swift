@@ -230,8 +230,10 @@ struct NetworkQueueTests {
 
 /// The queue remembers a submitted operation only until it finishes, however it finishes.
 extension NetworkQueueTests {
+    // Unchecked: `operation` is assigned once, in `init`, before the object is shared; after that only the
+    // runtime changes it (zeroing it when the operation is freed), and weak references are loaded and
+    // zeroed atomically, so reading it from any thread is safe.
     final class WeakOperation: @unchecked Sendable {
-        // Written once before any other thread reads it; read only by the test's task afterwards.
         weak var operation: NetworkOperation?
         init(_ operation: NetworkOperation) { self.operation = operation }
     }
