@@ -10,9 +10,7 @@ extension Demo {
         say("7. Freezing: an outbox that survives the server going away")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-demo-outbox-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let away = try await TestServer.start()
-        let port = away.port
-        try await away.shutdown()
+        let port = try await TestServer.vacantPort()
         say("   the server on port \(port) went away")
         let engine = NetworkEngine(host: "127.0.0.1", port: port, isSecure: false, configuration: .init {
             $0.dataDirectory = directory

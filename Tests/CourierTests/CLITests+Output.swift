@@ -123,9 +123,7 @@ extension CLITests {
     @Test func aFrozenRequestsCredentialsAreNamedAndGivenBackOnFlush() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-flush-h-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let away = try await TestServer.start()
-        let port = away.port
-        try await away.shutdown()
+        let port = try await TestServer.vacantPort()
         let url = "http://127.0.0.1:\(port)/anything/notes"
         let frozen = try await courier(
             "post", "--freezable", url, "-d", "n=1", "-H", "Authorization: Bearer cli-flush-7", "-H", "X-Client: cli", "--data-dir", directory)

@@ -78,13 +78,13 @@ struct CLITests {
 
     @Test func networkErrorsExitOneWithOneLine() async throws {
         let server = try await TestServer.start()
-        let port = server.port
         let stall = server.url("/stall")
         let timeout = try await courier("get", stall, "--timeout", "0.5")
         #expect(timeout.status == 1)
         #expect(timeout.stderr.hasPrefix("courier: error: timeout"))
         #expect(timeout.stderr.split(separator: "\n").count == 1)
         try await server.shutdown()
+        let port = try await TestServer.vacantPort()
         let closed = try await courier("get", "http://127.0.0.1:\(port)/get")
         #expect(closed.status == 1)
         #expect(closed.stderr.hasPrefix("courier: error: cannotConnect: could not connect to 127.0.0.1:\(port): connection refused"), "\(closed.stderr)")
@@ -157,9 +157,7 @@ struct CLITests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-outbox-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // A port with nobody listening: the server is away.
-        let away = try await TestServer.start()
-        let port = away.port
-        try await away.shutdown()
+        let port = try await TestServer.vacantPort()
         let url = "http://127.0.0.1:\(port)/anything/orders"
         let frozen = try await courier("post", "--freezable", url, "-d", "item=1", "-H", "Authorization: Bearer cli-secret-42", "--data-dir", directory)
         #expect(frozen.status == 0, "\(frozen.stderr)")
@@ -206,9 +204,7 @@ struct CLITests {
     @Test func aDamagedOutboxIsSetAsideFreezingGoesOnAndListSaysWhere() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-cli-damaged-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let away = try await TestServer.start()
-        let port = away.port
-        try await away.shutdown()
+        let port = try await TestServer.vacantPort()
         let url = "http://127.0.0.1:\(port)/anything/orders"
         #expect(try await courier("post", "--freezable", url, "-d", "item=1", "--data-dir", directory).status == 0)
         // Garbage over the database's header, as a broken disk or a careless tool would leave it (after a

@@ -135,9 +135,7 @@ struct OutboxBodyProcessTests {
             try? FileManager.default.removeItem(at: file)
         }
         try Data("the document as frozen".utf8).write(to: file)
-        let away = try await TestServer.start()
-        let port = away.port
-        try await away.shutdown()
+        let port = try await TestServer.vacantPort()
         let url = "http://127.0.0.1:\(port)/echo"
         let frozen = try await OutboxProcessTests.run(
             CLITests.binary, ["post", "--freezable", url, "-F", "title=Notes", "-F", "doc=@\(file.path)", "--data-dir", directory.path])
@@ -179,9 +177,7 @@ struct OutboxBodyProcessTests {
             try? FileManager.default.removeItem(at: file)
         }
         try Data("kept with the damaged outbox".utf8).write(to: file)
-        let away = try await TestServer.start()
-        let url = "http://127.0.0.1:\(away.port)/echo"
-        try await away.shutdown()
+        let url = "http://127.0.0.1:\(try await TestServer.vacantPort())/echo"
         let frozen = try await OutboxProcessTests.run(CLITests.binary, ["post", "--freezable", url, "-F", "doc=@\(file.path)", "--data-dir", directory.path])
         let id = String(frozen.stdout.dropFirst("frozen ".count)).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(frozen.status == 0 && Self.names(directory.appendingPathComponent("bodies")) == [id])

@@ -104,8 +104,9 @@ struct SystemReachabilityTests {
     }
 
     @Test func probesConnectToARealServer() async throws {
-        let server = try await TestServer.start()
-        let port = server.port
+        // A port outside the ephemeral range: nothing else can take it while the server is away.
+        let port = try await TestServer.vacantPort()
+        let server = try await TestServer.start(port: port)
         let open = SystemReachability(host: "127.0.0.1", port: port, probes: true)
         #expect(await open.settledStatus() == .reachable(via: .other))
         try await server.shutdown()
