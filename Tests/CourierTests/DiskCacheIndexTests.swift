@@ -237,6 +237,19 @@ struct DiskCacheIndexTests {
         let parsed = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [[String]])
         #expect(parsed.count == fields.count)
     }
+
+    /// Row and body ids are made without reading /dev/urandom, yet are ids the store accepts back
+    /// (a damaged-file sweep skips anything else) and never repeat, from any thread.
+    @Test func newIDsAreValidAndUnique() async {
+        let ids = await withTaskGroup(of: [String].self) { group in
+            for _ in 0..<4 { group.addTask { (0..<5_000).map { _ in DiskCacheCoding.newID() } } }
+            return await group.reduce(into: [String]()) { $0 += $1 }
+        }
+        #expect(ids.allSatisfy(DiskCacheCoding.isValidID))
+        #expect(Set(ids).count == ids.count)
+        #expect(Set(ids.map { $0.prefix(18) }).count == 1, "one process prefix; the serial makes each unique")
+        #expect(ids.allSatisfy { UUID(uuidString: $0) != nil }, "the 8-4-4-4-12 shape")
+    }
 }
 
 /// The disk tier's header text is read without `JSONSerialization` when it is in the form Courier

@@ -115,23 +115,40 @@ struct CacheControl: Sendable, Equatable {
 
     private init(directives: [Directive], pragmaNoCache: Bool) {
         self.directives = directives
-        let names = Set(directives.map(\.name))
         maxAge = Self.deltaSeconds("max-age", in: directives)
         sMaxAge = Self.deltaSeconds("s-maxage", in: directives)
         minFresh = Self.deltaSeconds("min-fresh", in: directives)
         staleWhileRevalidate = Self.deltaSeconds("stale-while-revalidate", in: directives)
         staleIfError = Self.deltaSeconds("stale-if-error", in: directives)
         maxStale = Self.maxStale(in: directives)
-        noCache = names.contains("no-cache") || pragmaNoCache
-        noStore = names.contains("no-store")
-        isPrivate = names.contains("private")
-        isPublic = names.contains("public")
-        mustRevalidate = names.contains("must-revalidate")
-        proxyRevalidate = names.contains("proxy-revalidate")
-        mustUnderstand = names.contains("must-understand")
-        noTransform = names.contains("no-transform")
-        immutable = names.contains("immutable")
-        onlyIfCached = names.contains("only-if-cached")
+        // One pass over the (few) directives, no set built: this runs for every request and response.
+        var noCache = pragmaNoCache, noStore = false, isPrivate = false, isPublic = false, mustRevalidate = false
+        var proxyRevalidate = false, mustUnderstand = false, noTransform = false, immutable = false, onlyIfCached = false
+        for directive in directives {
+            switch directive.name {
+            case "no-cache": noCache = true
+            case "no-store": noStore = true
+            case "private": isPrivate = true
+            case "public": isPublic = true
+            case "must-revalidate": mustRevalidate = true
+            case "proxy-revalidate": proxyRevalidate = true
+            case "must-understand": mustUnderstand = true
+            case "no-transform": noTransform = true
+            case "immutable": immutable = true
+            case "only-if-cached": onlyIfCached = true
+            default: break
+            }
+        }
+        self.noCache = noCache
+        self.noStore = noStore
+        self.isPrivate = isPrivate
+        self.isPublic = isPublic
+        self.mustRevalidate = mustRevalidate
+        self.proxyRevalidate = proxyRevalidate
+        self.mustUnderstand = mustUnderstand
+        self.noTransform = noTransform
+        self.immutable = immutable
+        self.onlyIfCached = onlyIfCached
     }
 
     /// Whether a directive named `name` (case-insensitive) is present, known or not.
@@ -164,24 +181,27 @@ struct CacheControl: Sendable, Equatable {
     /// The value of a delta-seconds directive; `.invalid` when any occurrence lacks a valid argument
     /// or occurrences disagree (RFC 9111 §4.2.1, §1.2.2).
     private static func deltaSeconds(_ name: String, in directives: [Directive]) -> DeltaSeconds {
-        let occurrences = directives.filter { $0.name == name }
-        guard !occurrences.isEmpty else { return .absent }
-        let values = occurrences.map { $0.argument.flatMap(CacheHeaderSyntax.deltaSeconds) }
-        guard let first = values.first ?? nil, values.allSatisfy({ $0 == first }) else { return .invalid }
-        return .seconds(first)
+        var value = DeltaSeconds.absent
+        for directive in directives where directive.name == name {
+            guard let seconds = directive.argument.flatMap(CacheHeaderSyntax.deltaSeconds) else { return .invalid }
+            if case .seconds(let earlier) = value, earlier != seconds { return .invalid }
+            value = .seconds(seconds)
+        }
+        return value
     }
 
     /// The `max-stale` directive: no argument means any staleness; several occurrences resolve to
     /// the most restrictive one.
     private static func maxStale(in directives: [Directive]) -> MaxStale {
-        let occurrences = directives.filter { $0.name == "max-stale" }
-        guard !occurrences.isEmpty else { return .absent }
+        var isPresent = false
         var limit: Int?
-        for occurrence in occurrences {
+        for occurrence in directives where occurrence.name == "max-stale" {
+            isPresent = true
             guard let argument = occurrence.argument else { continue }
             guard let value = CacheHeaderSyntax.deltaSeconds(argument) else { return .invalid }
             limit = min(limit ?? value, value)
         }
+        guard isPresent else { return .absent }
         return limit.map(MaxStale.seconds) ?? .any
     }
 }

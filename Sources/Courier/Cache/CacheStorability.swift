@@ -92,14 +92,10 @@ enum CacheStorability {
     /// The header fields to store (RFC 9111 §3.1): all of them, unrecognised ones included, except
     /// `Connection`, every field it names, and the fields in `unstorableFieldNames`.
     static func storedHeaders(from headers: HTTPFields) -> HTTPFields {
-        let excluded = excludedNames(in: headers)
-        return HTTPFields(headers.filter { !excluded.contains($0.name) })
-    }
-
-    /// The names `storedHeaders(from:)` drops from `headers`.
-    static func excludedNames(in headers: HTTPFields) -> Set<HTTPField.Name> {
-        let listed = CacheHeaderSyntax.listElements(headers[values: .connection])
-            .compactMap(CacheHeaderSyntax.fieldName)
-        return unstorableFieldNames.union(listed)
+        let listed = CacheHeaderSyntax.listElements(headers[values: .connection]).compactMap(CacheHeaderSyntax.fieldName)
+        let isExcluded = { (field: HTTPField) in unstorableFieldNames.contains(field.name) || listed.contains(field.name) }
+        // Most responses need no copy (an HTTP/1.1 one with `Connection: keep-alive` does).
+        guard headers.contains(where: isExcluded) else { return headers }
+        return HTTPFields(headers.filter { !isExcluded($0) })
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Synchronization
 
 /// How entries are written to and read back from the disk index; every reader is lenient and
 /// answers `nil` for anything it cannot understand, so a damaged row is a miss.
@@ -15,6 +16,30 @@ enum DiskCacheCoding {
         id.utf8.count == 36 && id.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || $0 == 0x2D }
     }
 
+    /// A new row and body file id in the shape ``isValidID(_:)`` accepts (a lowercase UUID's), made without
+    /// a system call: a random prefix drawn once per process and a counter. (`UUID()` opens, reads and
+    /// closes /dev/urandom on Linux for every id: three system calls per stored response.) Another process
+    /// sharing the directory draws another prefix, so two ids collide only if two 64-bit draws do.
+    static func newID() -> String {
+        let serial = idSerial.add(1, ordering: .relaxed).newValue
+        return String(unsafeUninitializedCapacity: 36) { buffer in
+            var position = 0
+            for index in 0..<32 {
+                if index == 8 || index == 12 || index == 16 || index == 20 {
+                    buffer[position] = 0x2D   // "-"
+                    position += 1
+                }
+                let nibble = UInt8(truncatingIfNeeded: ((index < 16 ? idPrefix : serial) >> UInt64(60 - 4 * (index % 16))) & 0xF)
+                buffer[position] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble   // "0"..."9", "a"..."f"
+                position += 1
+            }
+            return position
+        }
+    }
+
+    private static let idPrefix = UInt64.random(in: .min ... .max)
+    private static let idSerial = Atomic<UInt64>(0)
+
     /// Whether an entry may go to disk at all: not when a credential chose its variant, nor when it
     /// stores a `Set-Cookie` (the stored headers are served whole from memory, RFC 9111 §3.1, and a
     /// cookie is never written in plain text, so such a response lives in memory only).
@@ -24,6 +49,7 @@ enum DiskCacheCoding {
     }
 
     static func writableHeaders(_ headers: HTTPFields) -> HTTPFields {
+        guard headers.contains(where: { unwritableHeaders.contains($0.name.canonicalName) }) else { return headers }
         var fields = HTTPFields()
         for field in headers where !unwritableHeaders.contains(field.name.canonicalName) { fields.append(field) }
         return fields

@@ -139,7 +139,7 @@ extension DiskCacheStore {
                 storedKeys.append(urlKey)
                 guard isOpen else { continue }
                 if entry.body.count <= Self.inlineBodyLimit {
-                    steps.append(.insert(id: UUID().uuidString.lowercased(), entry, variant, accessTime: now))
+                    steps.append(.insert(id: DiskCacheCoding.newID(), entry, variant, accessTime: now))
                 } else if let id = writeBody(entry.body) {
                     // A body that cannot be written leaves the stored variant as it was.
                     newFiles.append(id)
@@ -270,7 +270,7 @@ extension DiskCacheStore {
 
     /// Writes a body to a new file (owner-only) and returns its id, or `nil` when it could not be written.
     private func writeBody(_ body: Data) -> String? {
-        let id = UUID().uuidString.lowercased()
+        let id = DiskCacheCoding.newID()
         let path = bodies.appendingPathComponent(id).path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return nil }
