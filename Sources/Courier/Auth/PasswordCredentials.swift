@@ -32,7 +32,9 @@ public struct PasswordCredentials: Sendable, Hashable, CustomStringConvertible {
     /// - Parameter url: The URL.
     /// - Returns: `nil` when the URL has no user, or its userinfo is not valid percent-encoding.
     public init?(userInfoOf url: URL) {
-        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
+        // Without an "@" there is no user information: most URLs are not parsed a second time.
+        guard url.absoluteString.utf8.contains(UInt8(ascii: "@")),
+            let components = URLComponents(url: url, resolvingAgainstBaseURL: false),
             let encodedUser = components.percentEncodedUser,
             let user = encodedUser.removingPercentEncoding
         else { return nil }

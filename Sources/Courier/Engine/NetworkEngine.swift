@@ -28,6 +28,8 @@ public final class NetworkEngine: Sendable {
     public let defaultHeaders: HTTPFields
     /// ``defaultHeaders`` without its credentials: what a request to another origin gets (computed once).
     private let foreignDefaultHeaders: HTTPFields
+    /// The engine's origin, parsed once (every operation built from a URL is compared with it).
+    private let origin: Origin?
 
     private let composer: Result<URLComposer, NetworkError>
     private let headerError: NetworkError?
@@ -110,6 +112,7 @@ public final class NetworkEngine: Sendable {
         self.foreignDefaultHeaders = SensitiveHeaders.removed(sensitive, from: fields)
         self.headerError = headerError
         let baseURL = (try? composer.get()).flatMap { URL(string: $0.baseURLString) }
+        self.origin = baseURL.flatMap(Origin.init)
         let connectivity = EngineConnectivity(
             engineID: id, queue: queue, baseURL: baseURL, configuration: configuration, defaultHeaders: fields)
         let executor = RequestExecutor(transport: transport)
@@ -222,8 +225,9 @@ public final class NetworkEngine: Sendable {
     /// the credentials among them (``Configuration/sensitiveHeaderNames``: an `X-API-Key` goes to the
     /// engine's API only, as a redirect to another origin would drop it too).
     private func defaultHeaders(for url: URL?) -> HTTPFields {
-        guard let url, OutboxRecord.origin(of: url) != context.connectivity.origin else { return defaultHeaders }
-        return foreignDefaultHeaders
+        guard let url else { return defaultHeaders }   // an invalid URL: the operation fails before sending
+        guard let origin, Origin(url) == origin else { return foreignDefaultHeaders }
+        return defaultHeaders
     }
 
     private func makeOperation(

@@ -185,14 +185,7 @@ extension NetworkOperation {
         guard shares else { return nil }
         let download = downloadDestinations.isEmpty
             ? nil : CoalescingKey.DownloadKind(acceptableStatusCodes: context.configuration.acceptableStatusCodes.sorted())
-        let transport = context.executor.transport
-        let runner = CoalescingKey.Runner(
-            group: context.connectivity.group,
-            transport: type(of: transport) is AnyClass ? .object(ObjectIdentifier(transport as AnyObject)) : .engine(context.engineID),
-            credentialsOf: context.configuration.credentialProvider == nil ? nil : context.engineID,
-            interceptorsOf: context.configuration.hasPipeline ? context.engineID : nil,
-            monitorsOf: context.monitors == nil ? nil : context.engineID)
-        return CoalescingKey(request: preparedRequest(), uniqueIdentifier: identity, runner: runner, download: download)
+        return CoalescingKey(request: preparedRequest(), uniqueIdentifier: identity, runner: context.runner, download: download)
     }
 
     // MARK: Events from the queue

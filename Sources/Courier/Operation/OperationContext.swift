@@ -14,6 +14,9 @@ final class OperationContext: Sendable {
     let sensitiveNames: Set<String>
     /// The engine's event monitors, or `nil` when it has none (every hook checks this first).
     let monitors: EventMonitorHub?
+    /// Who runs this engine's flights, part of every coalescing key: fixed for the engine, so computed
+    /// once (finding whether the transport is an object takes a dynamic cast).
+    let runner: CoalescingKey.Runner
 
     init(
         engineID: UInt64, queue: NetworkQueue, executor: RequestExecutor, configuration: NetworkEngine.Configuration,
@@ -26,7 +29,15 @@ final class OperationContext: Sendable {
         self.connectivity = connectivity
         self.defaultHeaders = defaultHeaders
         self.sensitiveNames = configuration.lowercasedSensitiveNames
-        self.monitors = monitors ?? EventMonitorHub.make(configuration.eventMonitors)
+        let monitors = monitors ?? EventMonitorHub.make(configuration.eventMonitors)
+        self.monitors = monitors
+        let transport = executor.transport
+        self.runner = CoalescingKey.Runner(
+            group: connectivity.group,
+            transport: type(of: transport) is AnyClass ? .object(ObjectIdentifier(transport as AnyObject)) : .engine(engineID),
+            credentialsOf: configuration.credentialProvider == nil ? nil : engineID,
+            interceptorsOf: configuration.hasPipeline ? engineID : nil,
+            monitorsOf: monitors == nil ? nil : engineID)
     }
 
     /// The engine's sensitive names and those of the provider's `credentials`: the fields that carry
