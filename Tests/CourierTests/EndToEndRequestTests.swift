@@ -142,9 +142,7 @@ struct EndToEndRequestTests {
     }
 
     @Test func aRefusedConnectionIsCannotConnect() async throws {
-        let server = try await TestServer.start()
-        let port = server.port
-        try await server.shutdown()
+        let port = try await TestServer.vacantPort()
         let engine = NetworkEngine(host: "127.0.0.1", port: port, isSecure: false, queue: NetworkQueue())
         let started = ContinuousClock.now
         #expect(await failure(of: engine.operation(path: "/get"))?.code == .cannotConnect)

@@ -21,10 +21,8 @@ struct ErrorMappingTests {
     }
 
     @Test func aRefusedConnectionSaysSoInOneLine() async throws {
-        // A port that was free a moment ago: nothing listens there.
-        let server = try await TestServer.start()
-        let port = server.port
-        try await server.shutdown()
+        // A port nothing listens on (outside the ephemeral range: no parallel test can take it).
+        let port = try await TestServer.vacantPort()
         let engine = NetworkEngine(host: "127.0.0.1", port: port, isSecure: false, queue: NetworkQueue())
         let error = await failure(of: engine.operation(path: "x"))
         #expect(error?.code == .cannotConnect)

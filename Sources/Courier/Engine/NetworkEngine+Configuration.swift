@@ -22,6 +22,9 @@ extension NetworkEngine {
         public var decompression = Decompression.enabled(maximumRatio: 100)
         /// How redirects are followed; up to 10, never https to http, by default.
         public var redirects = RedirectPolicy.follow()
+        /// Which servers are trusted over TLS (extra or only roots, public-key pins, a client certificate
+        /// for mutual TLS); what the system trusts by default. See ``TrustPolicy``.
+        public var trust = TrustPolicy.system
         /// Status codes that count as success; others fail with ``NetworkError/Code/unacceptableStatus``. 200..<300 by default.
         public var acceptableStatusCodes = Set(200..<300)
         /// Media types (`type/subtype`, or `type/*`) a non-empty body may have; `nil` (the default) accepts any.

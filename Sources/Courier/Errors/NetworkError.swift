@@ -55,6 +55,10 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         public static let insecureRedirect = Code("insecureRedirect")
         /// The TLS handshake failed or the certificate was rejected.
         public static let tls = Code("tls")
+        /// A configuration value cannot be used: a malformed certificate pin or host pattern, or a
+        /// certificate, key or PKCS#12 file of a ``TrustPolicy`` that cannot be read or parsed. Nothing
+        /// was sent.
+        public static let invalidConfiguration = Code("invalidConfiguration")
         /// The server's response could not be parsed (malformed HTTP, corrupt compressed body).
         public static let invalidResponse = Code("invalidResponse")
         /// The cache policy allowed only the cache (``CachePolicy/cacheOnly``) and nothing is stored.

@@ -164,7 +164,8 @@ extension NetworkOperation {
             options: TransportOptions(
                 connectTimeout: timeouts.connect,
                 readTimeout: timeouts.read,
-                decompression: decompression ?? configuration.decompression),
+                decompression: decompression ?? configuration.decompression,
+                trust: configuration.trust),
             redirects: redirects ?? configuration.redirects,
             maximumBodySize: configuration.maximumResponseBodySize,
             totalTimeout: timeouts.total,

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 public import NIOCore
 public import NIOPosix
 import NIOHTTP1
+import NIOSSL
 import Foundation
 import HTTPTypes
 import NIOConcurrencyHelpers
@@ -21,7 +22,16 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     private let eventLoopGroup: any EventLoopGroup
     private let maximumConnectionsPerHost: Int
-    private let clients = NIOLockedValueBox<[TransportOptions: HTTPClient]>([:])
+    private let clients = NIOLockedValueBox<[ClientKey: HTTPClient]>([:])
+
+    /// What one client (and its pool) is made for: the options, and for a host the trust policy treats
+    /// specially (pinned, or not verified), that treatment. Every host the policy treats alike shares a
+    /// client; a pinned host's connections all come from a client that checks its pins.
+    struct ClientKey: Hashable {
+        var options: TransportOptions
+        var pins: Set<Data>?
+        var isInsecure = false
+    }
 
     /// Creates a transport.
     /// - Parameters:
@@ -54,10 +64,12 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     public func execute(_ request: TransportRequest) async throws -> TransportResponse {
         // async-http-client drops interim responses inside its pool; a request that wants them goes
         // over a connection of its own that reports them.
+        let key = try Self.clientKey(for: request)
         if request.didReceiveInformational != nil, request.streamedBody == nil {
             return try await InterimResponseTransport().execute(request)
         }
         let url = request.url.absoluteString
+        let client = try await client(for: key, host: request.url.host ?? "")
         var clientRequest = HTTPClientRequest(url: url)
         clientRequest.method = HTTPMethod(rawValue: request.method.rawValue)
         clientRequest.headers.reserveCapacity(request.headers.count)
@@ -73,7 +85,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         do {
             let response: HTTPClientResponse
             do {
-                response = try await client(for: request.options).execute(clientRequest, deadline: deadline, logger: request.logger)
+                response = try await client.execute(clientRequest, deadline: deadline, logger: request.logger)
             } catch where Self.isStaleConnection(error) && Self.mayResend(request, after: error) {
                 // A pooled connection the server closed as we reused it: once more, on another connection
                 // (the dead one has left the pool). Not a retry attempt of the caller's: nothing was answered.
@@ -84,7 +96,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 if let streamed = request.streamedBody {
                     clientRequest.body = .stream(streamed.parts(), length: streamed.length.map { .known($0) } ?? .unknown)
                 }
-                response = try await client(for: request.options).execute(clientRequest, deadline: deadline, logger: request.logger)
+                response = try await client.execute(clientRequest, deadline: deadline, logger: request.logger)
             }
             var headers = HTTPFields()
             headers.reserveCapacity(response.headers.count)
@@ -98,32 +110,79 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 headers: headers,
                 body: ErrorMappingBody(base: response.body, url: url)
             )
+        } catch let mismatch as PinCheck.Mismatch {
+            throw PinCheck.networkError(mismatch, host: request.url.host ?? "", url: url)
         } catch {
             throw Self.networkError(for: error, url: url)
         }
     }
 
-    private func client(for options: TransportOptions) -> HTTPClient {
-        clients.withLockedValue { clients in
-            if let client = clients[options] { return client }
-            var configuration = HTTPClient.Configuration()
-            configuration.redirectConfiguration = .disallow
-            configuration.timeout = .init(
-                connect: TimeAmount(options.connectTimeout),
-                read: TimeAmount(options.readTimeout)
-            )
-            configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = maximumConnectionsPerHost
-            // A refused connection fails at once with `.cannotConnect` instead of retrying until the
-            // connect timeout: the caller (and later the outbox) decides what to do about it.
-            configuration.connectionPool.retryConnectionEstablishment = false
-            switch options.decompression {
-            case .disabled: configuration.decompression = .disabled
-            case .enabled(let ratio): configuration.decompression = .enabled(limit: .ratio(max(1, ratio)))
+    /// The client key for a request; a pinned host is refused over plain http (a pin cannot be checked).
+    static func clientKey(for request: TransportRequest) throws(NetworkError) -> ClientKey {
+        let trust = request.options.trust
+        guard trust != .system, let host = request.url.host else { return ClientKey(options: request.options) }
+        let pins = trust.pinnedKeys(for: host)
+        if pins != nil, request.url.scheme?.lowercased() != "https" {
+            throw NetworkError(.tls, "\(host) is pinned, so it is reached over https only", url: request.url.absoluteString)
+        }
+        return ClientKey(options: request.options, pins: pins, isInsecure: trust.isInsecure(host))
+    }
+
+    /// The client for `key`, made on first use: its TLS configuration reads certificate files, which
+    /// happens on NIO's thread pool, not on the caller's thread.
+    private func client(for key: ClientKey, host: String) async throws(NetworkError) -> HTTPClient {
+        if let client = clients.withLockedValue({ $0[key] }) { return client }
+        let tls: TLSConfiguration?
+        if key.options.trust == .system {
+            tls = nil
+        } else {
+            do {
+                tls = try await NIOThreadPool.singleton.runIfActive { try key.options.trust.tlsConfiguration(for: host) }
+            } catch let error as NetworkError {
+                throw error
+            } catch {
+                throw NetworkError(.invalidConfiguration, "the trust policy could not be applied: \(error)", underlying: error)
             }
-            let client = HTTPClient(eventLoopGroupProvider: .shared(eventLoopGroup), configuration: configuration)
-            clients[options] = client
+        }
+        return clients.withLockedValue { clients in
+            if let client = clients[key] { return client }
+            let client = makeClient(for: key, tls: tls)
+            clients[key] = client
             return client
         }
+    }
+
+    private func makeClient(for key: ClientKey, tls: TLSConfiguration?) -> HTTPClient {
+        let options = key.options
+        var configuration = HTTPClient.Configuration()
+        configuration.tlsConfiguration = tls
+        if let pins = key.pins {
+            // Run on each new connection once its handshake (chain and name) succeeded, before the pool
+            // may send anything on it. Closed first, then failed (async-http-client does not close it).
+            let check = PinCheck(pins: pins)
+            let verify: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
+                do {
+                    try check.verify(channel)
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                } catch {
+                    channel.close(promise: nil)
+                    return channel.closeFuture.flatMapThrowing { throw error }
+                }
+            }
+            configuration.http1_1ConnectionDebugInitializer = verify
+            configuration.http2ConnectionDebugInitializer = verify
+        }
+        configuration.redirectConfiguration = .disallow
+        configuration.timeout = .init(connect: TimeAmount(options.connectTimeout), read: TimeAmount(options.readTimeout))
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = maximumConnectionsPerHost
+        // A refused connection (or a pin that does not match) fails at once with `.cannotConnect` (`.tls`)
+        // instead of retrying until the connect timeout: the caller (and later the outbox) decides.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        switch options.decompression {
+        case .disabled: configuration.decompression = .disabled
+        case .enabled(let ratio): configuration.decompression = .enabled(limit: .ratio(max(1, ratio)))
+        }
+        return HTTPClient(eventLoopGroupProvider: .shared(eventLoopGroup), configuration: configuration)
     }
 
     /// Small bodies go in one buffer; larger ones stream in 64 KiB parts so upload progress is real.

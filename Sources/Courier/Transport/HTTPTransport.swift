@@ -111,20 +111,25 @@ public struct TransportOptions: Sendable, Hashable {
     public var readTimeout: Duration
     /// Whether and how gzip and deflate bodies are decompressed.
     public var decompression: Decompression
+    /// Which servers are trusted over TLS, and the client certificate presented to them.
+    public var trust: TrustPolicy
 
     /// Creates options.
     /// - Parameters:
     ///   - connectTimeout: The connect timeout; 10 s by default.
     ///   - readTimeout: The read timeout; 60 s by default.
     ///   - decompression: The decompression setting; on, with a ratio limit of 100, by default.
+    ///   - trust: The TLS trust policy; the system's by default.
     public init(
         connectTimeout: Duration = .seconds(10),
         readTimeout: Duration = .seconds(60),
-        decompression: Decompression = .enabled(maximumRatio: 100)
+        decompression: Decompression = .enabled(maximumRatio: 100),
+        trust: TrustPolicy = .system
     ) {
         self.connectTimeout = connectTimeout
         self.readTimeout = readTimeout
         self.decompression = decompression
+        self.trust = trust
     }
 }
 

@@ -6,6 +6,7 @@ import NIOHTTP1
 import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
+import NIOTLS
 
 /// A one-connection-per-request HTTP/1.1 transport on SwiftNIO that reports interim (1xx) responses.
 ///
@@ -32,11 +33,21 @@ struct InterimResponseTransport: HTTPTransport {
         let isSecure = scheme == "https"
         let port = request.url.port ?? (isSecure ? 443 : 80)
         let tls: NIOSSLContext?
+        let key = try AsyncHTTPClientTransport.clientKey(for: request)   // a pinned host over http is refused
+        let pinCheck = key.pins.map(PinCheck.init(pins:))
         do {
-            tls = isSecure ? try NIOSSLContext(configuration: .makeClientConfiguration()) : nil
+            let trust = request.options.trust
+            // The policy may read certificate files: on NIO's thread pool, not the caller's thread.
+            tls = isSecure
+                ? try NIOSSLContext(configuration: trust == .system
+                    ? .makeClientConfiguration() : try await NIOThreadPool.singleton.runIfActive { try trust.tlsConfiguration(for: host) })
+                : nil
+        } catch let error as NetworkError {
+            throw error
         } catch {
             throw NetworkError(.tls, "TLS could not be set up: \(error)", url: url, underlying: error)
         }
+        let handshake = group.any().makePromise(of: Void.self)
         // The body streams with backpressure: past 8 unread parts the connection stops reading (autoRead
         // off) until the reader catches up; a reader that stops (cancelled, or the body-size limit tripped)
         // closes the connection.
@@ -58,6 +69,7 @@ struct InterimResponseTransport: HTTPTransport {
                     if let tls {
                         let serverName = Self.isIPAddress(host) ? nil : host
                         try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: serverName))
+                        try pipeline.addHandler(HandshakeGate(handshake, pins: pinCheck))
                     }
                     try pipeline.addHandler(HTTPRequestEncoder())
                     try pipeline.addHandler(ByteToMessageHandler(HTTPResponseDecoder(informationalResponseStrategy: .forward)))
@@ -73,9 +85,11 @@ struct InterimResponseTransport: HTTPTransport {
             channel = try await bootstrap.connect(host: host, port: port).get()
         } catch {
             headPromise.fail(error)
+            handshake.fail(error)
             bodyContinuation.finish(error)
             throw AsyncHTTPClientTransport.networkError(for: error, url: url)
         }
+        if tls == nil { handshake.succeed() }
         flow.attach(channel)
         if let deadline = request.deadline {
             let remaining = deadline - ContinuousClock.now
@@ -86,6 +100,8 @@ struct InterimResponseTransport: HTTPTransport {
         }
         return try await withTaskCancellationHandler {
             do {
+                // Nothing is written before the handshake is done and the server's key is a pinned one.
+                try await handshake.futureResult.get()
                 do {
                     try await send(request, host: host, port: port, isSecure: isSecure, on: channel)
                 } catch {
@@ -99,6 +115,9 @@ struct InterimResponseTransport: HTTPTransport {
                 return TransportResponse(
                     status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase),
                     headers: Self.fields(head.headers), body: body)
+            } catch let mismatch as PinCheck.Mismatch {
+                channel.close(promise: nil)
+                throw PinCheck.networkError(mismatch, host: host, url: url)
             } catch {
                 channel.close(promise: nil)
                 throw AsyncHTTPClientTransport.networkError(for: error, url: url)
@@ -256,5 +275,49 @@ extension InterimResponseTransport {
         }
         if let query = url.query { target += "?" + query }
         return target
+    }
+}
+
+/// Passes the end of the TLS handshake on as a promise, failed if the server's key is not pinned (checked
+/// on the event loop, as the handshake ends) or if the connection fails or closes first: the request is
+/// written only after it.
+private final class HandshakeGate: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    private let promise: EventLoopPromise<Void>
+    private let pins: PinCheck?
+    private var isSettled = false
+
+    init(_ promise: EventLoopPromise<Void>, pins: PinCheck?) {
+        self.promise = promise
+        self.pins = pins
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? TLSUserEvent, case .handshakeCompleted = event {
+            do {
+                try pins?.verify(context.channel)
+                settle(nil)
+            } catch {
+                settle(error)
+                context.close(promise: nil)
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        settle(error)
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        settle(ChannelError.ioOnClosedChannel)
+        context.fireChannelInactive()
+    }
+
+    private func settle(_ error: (any Error)?) {
+        guard !isSettled else { return }
+        isSettled = true
+        if let error { promise.fail(error) } else { promise.succeed() }
     }
 }

@@ -38,8 +38,16 @@ final class NginxServer {
         self.lifeline = lifeline
     }
 
+    /// TLS for the server: its certificate chain and key, and optionally the CA a client certificate
+    /// must lead to (`ssl_verify_client on`: a request without one is answered 400).
+    struct TLS {
+        var certificate: String
+        var key: String
+        var clientCA: String?
+    }
+
     /// Starts nginx (a few tries, should another process take the free port first).
-    static func start() async throws -> NginxServer {
+    static func start(tls: TLS? = nil) async throws -> NginxServer {
         guard let binary else { throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "nginx is not installed"]) }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-nginx-\(UUID().uuidString)")
         for name in ["www", "logs", "temp"] {
@@ -48,7 +56,7 @@ final class NginxServer {
         var lastError = ""
         for _ in 0..<3 {
             let port = try freePort()
-            try configuration(folder: folder.path, port: port).write(to: folder.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+            try configuration(folder: folder.path, port: port, tls: tls).write(to: folder.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: binary)
             process.arguments = ["-p", folder.path + "/", "-c", folder.appendingPathComponent("nginx.conf").path, "-e", folder.appendingPathComponent("logs/error.log").path]
@@ -97,8 +105,13 @@ final class NginxServer {
         return text.split(separator: "\n").map { $0.split(separator: "|", omittingEmptySubsequences: false).map(String.init) }
     }
 
-    private static func configuration(folder: String, port: Int) -> String {
-        """
+    private static func configuration(folder: String, port: Int, tls: TLS?) -> String {
+        var listen = "listen 127.0.0.1:\(port);"
+        if let tls {
+            listen = "listen 127.0.0.1:\(port) ssl; ssl_certificate \(tls.certificate); ssl_certificate_key \(tls.key);"
+            if let clientCA = tls.clientCA { listen += " ssl_client_certificate \(clientCA); ssl_verify_client on;" }
+        }
+        return """
         daemon off;
         master_process off;
         worker_processes 1;
@@ -114,7 +127,7 @@ final class NginxServer {
             default_type application/octet-stream;
             sendfile on;
             server {
-                listen 127.0.0.1:\(port);
+                \(listen)
                 root \(folder)/www;
             }
         }

@@ -1,0 +1,103 @@
+import Foundation
+import HTTPTypes
+import Testing
+@testable import Courier
+
+/// Issue 25's acceptance for trust: nginx over TLS with a CA, server and client certificates made by
+/// openssl at test time. Every case runs through both transports: async-http-client's pool, and the
+/// connection of its own a request gets when it listens for interim responses.
+@Suite("Trust end to end (nginx, a test CA)", .serialized)
+struct TrustEndToEndTests {
+    static var isRunnable: Bool { (NginxServer.isAvailable && TestPKI.openssl != nil) || HTTPBin.isRequired }
+
+    enum Path: String, CaseIterable { case pooled, interim }
+
+    /// Runs `body` against nginx serving `hello.txt` over TLS with the test PKI's server certificate.
+    func withNginx(clientCA: Bool = false, _ body: (NginxServer, TestPKI) async throws -> Void) async throws {
+        guard NginxServer.isAvailable, TestPKI.openssl != nil else {
+            Issue.record("COURIER_REQUIRE_INTEROP=1 but nginx or openssl is missing")
+            return
+        }
+        let pki = try TestPKI.make()
+        defer { pki.remove() }
+        let nginx = try await NginxServer.start(tls: .init(
+            certificate: pki.serverCertificate, key: pki.serverKey, clientCA: clientCA ? pki.caCertificate : nil))
+        defer { nginx.stop() }
+        try Data("hello over TLS\n".utf8).write(to: nginx.root.appendingPathComponent("hello.txt"))
+        try await body(nginx, pki)
+    }
+
+    func get(_ nginx: NginxServer, _ trust: TrustPolicy, _ path: Path) async -> Result<NetworkResponse, NetworkError> {
+        let engine = NetworkEngine(host: "127.0.0.1", port: nginx.port, isSecure: true, configuration: .init {
+            $0.trust = trust
+            $0.dataDirectory = nil
+        }, queue: NetworkQueue())
+        let operation = engine.operation(path: "/hello.txt")
+        if path == .interim { _ = operation.onInformationalResponse { _ in } }
+        do { return .success(try await operation.response()) } catch { return .failure(error) }
+    }
+
+    @Test(.enabled(if: isRunnable, "nginx or openssl is not installed: run scripts/test, which installs them"), arguments: Path.allCases)
+    func rootsDecideWhichServersAreTrusted(_ path: Path) async throws {
+        try await withNginx { nginx, pki in
+            guard case .failure(let untrusted) = await get(nginx, .system, path) else { Issue.record("a test CA was trusted by the system"); return }
+            #expect(untrusted.code == .tls, "\(untrusted)")
+            let added = await get(nginx, TrustPolicy(roots: .systemAnd([.file(pki.caCertificate)])), path)
+            #expect((try? added.get().body) == Data("hello over TLS\n".utf8), "\(added)")
+            let only = await get(nginx, TrustPolicy(roots: .only([.pem(try Data(contentsOf: URL(fileURLWithPath: pki.caCertificate)))])), path)
+            #expect((try? only.get().statusCode) == 200, "\(only)")
+            guard case .failure(let other) = await get(nginx, TrustPolicy(roots: .only([.file(pki.otherCACertificate)])), path) else {
+                Issue.record("a server whose chain leads to another CA was trusted"); return
+            }
+            #expect(other.code == .tls)
+            let insecure = await get(nginx, TrustPolicy.system.insecurelyTrusting(hosts: ["127.0.0.1"]), path)
+            #expect((try? insecure.get().statusCode) == 200, "the named development host is not verified: \(insecure)")
+            guard case .failure(let notNamed) = await get(nginx, TrustPolicy.system.insecurelyTrusting(hosts: ["localhost"]), path) else {
+                Issue.record("a host that was not named went unverified"); return
+            }
+            #expect(notNamed.code == .tls)
+        }
+    }
+
+    @Test(.enabled(if: isRunnable, "nginx or openssl is not installed: run scripts/test, which installs them"), arguments: Path.allCases)
+    func pinsAreCheckedOnTheConnectionThatCarriesTheRequest(_ path: Path) async throws {
+        try await withNginx { nginx, pki in
+            let roots = TrustPolicy.Roots.systemAnd([.file(pki.caCertificate)])
+            let wrong = "sha256/" + Data(repeating: 7, count: 32).base64EncodedString()
+            let pinned = await get(nginx, TrustPolicy(roots: roots, pins: [try CertificatePin(host: "127.0.0.1", [pki.serverPin])]), path)
+            #expect((try? pinned.get().statusCode) == 200, "\(pinned)")
+            let backup = await get(nginx, TrustPolicy(roots: roots, pins: [try CertificatePin(host: "127.0.0.1", [wrong, pki.serverPin])]), path)
+            #expect((try? backup.get().statusCode) == 200, "a backup pin: \(backup)")
+            let before = nginx.accessLog.count
+            guard case .failure(let refused) = await get(nginx, TrustPolicy(roots: roots, pins: [try CertificatePin(host: "127.0.0.1", [wrong])]), path) else {
+                Issue.record("a wrong pin was accepted"); return
+            }
+            #expect(refused.code == .tls)
+            #expect(refused.message.contains("certificate pinning failed for 127.0.0.1"), "\(refused.message)")
+            #expect(refused.message.contains(pki.serverPin), "names the key the server showed: \(refused.message)")
+            #expect(refused.message.contains(wrong), "names the pins: \(refused.message)")
+            #expect(nginx.accessLog.count == before, "nothing was sent to a server whose key is not pinned")
+            // A pin for other hosts does not apply here.
+            let elsewhere = await get(nginx, TrustPolicy(roots: roots, pins: [try CertificatePin(host: "*.example.com", [wrong])]), path)
+            #expect((try? elsewhere.get().statusCode) == 200, "\(elsewhere)")
+        }
+    }
+
+    @Test(.enabled(if: isRunnable, "nginx or openssl is not installed: run scripts/test, which installs them"), arguments: Path.allCases)
+    func aServerThatAsksForAClientCertificateGetsOne(_ path: Path) async throws {
+        try await withNginx(clientCA: true) { nginx, pki in
+            let roots = TrustPolicy.Roots.systemAnd([.file(pki.caCertificate)])
+            guard case .failure(let without) = await get(nginx, TrustPolicy(roots: roots), path) else {
+                Issue.record("nginx answered without a client certificate"); return
+            }
+            #expect(without.code == .unacceptableStatus && without.response?.statusCode == 400, "nginx answers 400: \(without)")
+            let pem = await get(nginx, TrustPolicy(roots: roots, clientIdentity: .pem(certificateChain: pki.clientCertificate, privateKey: pki.clientKey)), path)
+            #expect((try? pem.get().statusCode) == 200, "\(pem)")
+            let bundle = await get(nginx, TrustPolicy(roots: roots, clientIdentity: .pkcs12(pki.clientBundle, passphrase: TestPKI.bundlePassphrase)), path)
+            #expect((try? bundle.get().statusCode) == 200, "\(bundle)")
+            guard case .failure(let badPassphrase) = await get(nginx, TrustPolicy(roots: roots, clientIdentity: .pkcs12(pki.clientBundle, passphrase: "wrong")), path)
+            else { Issue.record("a bundle opened with the wrong passphrase"); return }
+            #expect(badPassphrase.code == .invalidConfiguration, "\(badPassphrase)")
+        }
+    }
+}
