@@ -35,6 +35,8 @@ struct DownloadCommand: AsyncParsableCommand {
 
     @OptionGroup var pipeline: PipelineOptions
 
+    @OptionGroup var connection: ConnectionOptions
+
     @Flag(name: [.customShort("v"), .long], help: "Print the request and response heads on standard error, credentials masked.")
     var verbose = false
 
@@ -69,7 +71,10 @@ struct DownloadCommand: AsyncParsableCommand {
         if resume, case .inPlace(let path) = target { throw CLIFailure.usage("--continue needs a regular file to resume, not \(path)") }
         let verboseOutput = verbose ? VerboseOutput() : nil
         let (interceptors, jar) = try pipeline.interceptors(for: url)
+        let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
         let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
+            $0.trust = trust
+            $0.httpVersions = connection.httpVersions
             $0.interceptors = interceptors
             $0.cookieJar = jar
             $0.dataDirectory = nil

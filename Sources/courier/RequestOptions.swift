@@ -39,6 +39,8 @@ struct RequestOptions: ParsableArguments {
 
     @OptionGroup var pipeline: PipelineOptions
 
+    @OptionGroup var connection: ConnectionOptions
+
     /// `--pretty`, `--raw` or neither.
     var format: ResponsePrinter.Format { pretty ? .pretty : raw ? .raw : .automatic }
 
@@ -97,7 +99,10 @@ struct RequestOptions: ParsableArguments {
         try checkUsage()
         let (interceptors, jar) = try pipeline.interceptors(for: url)
         let responseCache = (cache || cacheDir != nil) ? CacheCommand.openCache(cacheDir) : nil
+        let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
         let configuration = NetworkEngine.Configuration {
+            $0.trust = trust
+            $0.httpVersions = connection.httpVersions
             $0.interceptors = interceptors
             $0.cookieJar = jar
             $0.cache = responseCache

@@ -92,7 +92,7 @@ enum ResponsePrinter {
 
     /// The status line and header fields, then a blank line.
     static func head(of response: NetworkResponse) -> String {
-        var head = "HTTP/1.1 \(response.statusCode) \(response.status.reasonPhrase)\n"
+        var head = "\(response.version ?? .http1_1) \(response.statusCode) \(response.status.reasonPhrase)\n"
         for field in response.headers { head += "\(field.name): \(field.value)\n" }
         return head + "\n"
     }

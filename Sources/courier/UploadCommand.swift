@@ -26,6 +26,8 @@ struct UploadCommand: AsyncParsableCommand {
 
     @OptionGroup var pipeline: PipelineOptions
 
+    @OptionGroup var connection: ConnectionOptions
+
     func run() async throws {
         try await upload()
     }
@@ -35,7 +37,10 @@ struct UploadCommand: AsyncParsableCommand {
         guard FileManager.default.isReadableFile(atPath: file) else { throw CLIFailure.usage("cannot read '\(file)'") }
         let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
         let (interceptors, jar) = try pipeline.interceptors(for: url)
+        let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
         let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
+            $0.trust = trust
+            $0.httpVersions = connection.httpVersions
             $0.interceptors = interceptors
             $0.cookieJar = jar
             $0.dataDirectory = nil

@@ -13,7 +13,7 @@ struct TrustEndToEndTests {
     enum Path: String, CaseIterable { case pooled, interim }
 
     /// Runs `body` against nginx serving `hello.txt` over TLS with the test PKI's server certificate.
-    func withNginx(clientCA: Bool = false, _ body: (NginxServer, TestPKI) async throws -> Void) async throws {
+    func withNginx(clientCA: Bool = false, http2: Bool = false, _ body: (NginxServer, TestPKI) async throws -> Void) async throws {
         guard NginxServer.isAvailable, TestPKI.openssl != nil else {
             Issue.record("COURIER_REQUIRE_INTEROP=1 but nginx or openssl is missing")
             return
@@ -21,15 +21,18 @@ struct TrustEndToEndTests {
         let pki = try TestPKI.make()
         defer { pki.remove() }
         let nginx = try await NginxServer.start(tls: .init(
-            certificate: pki.serverCertificate, key: pki.serverKey, clientCA: clientCA ? pki.caCertificate : nil))
+            certificate: pki.serverCertificate, key: pki.serverKey, clientCA: clientCA ? pki.caCertificate : nil, http2: http2))
         defer { nginx.stop() }
         try Data("hello over TLS\n".utf8).write(to: nginx.root.appendingPathComponent("hello.txt"))
         try await body(nginx, pki)
     }
 
-    func get(_ nginx: NginxServer, _ trust: TrustPolicy, _ path: Path) async -> Result<NetworkResponse, NetworkError> {
+    func get(
+        _ nginx: NginxServer, _ trust: TrustPolicy, _ path: Path, versions: HTTPVersions = .automatic
+    ) async -> Result<NetworkResponse, NetworkError> {
         let engine = NetworkEngine(host: "127.0.0.1", port: nginx.port, isSecure: true, configuration: .init {
             $0.trust = trust
+            $0.httpVersions = versions
             $0.dataDirectory = nil
         }, queue: NetworkQueue())
         let operation = engine.operation(path: "/hello.txt")
@@ -99,5 +102,32 @@ struct TrustEndToEndTests {
             else { Issue.record("a bundle opened with the wrong passphrase"); return }
             #expect(badPassphrase.code == .invalidConfiguration, "\(badPassphrase)")
         }
+    }
+
+    @Test(.enabled(if: isRunnable, "nginx or openssl is not installed: run scripts/test, which installs them"))
+    func http2IsNegotiatedByALPNUnlessHTTP1IsForcedAndPinsHoldOnIt() async throws {
+        try await withNginx(http2: true) { nginx, pki in
+            let trust = TrustPolicy(roots: .systemAnd([.file(pki.caCertificate)]), pins: [try CertificatePin(host: "127.0.0.1", [pki.serverPin])])
+            let two = await get(nginx, trust, .pooled)
+            #expect((try? two.get().version) == .http2, "\(two)")
+            #expect(nginx.accessLog.last?.last == "HTTP/2.0")
+            let one = await get(nginx, trust, .pooled, versions: .http1Only)
+            #expect((try? one.get().version) == .http1_1, "\(one)")
+            #expect(nginx.accessLog.last?.last == "HTTP/1.1")
+            let wrong = TrustPolicy(roots: .systemAnd([.file(pki.caCertificate)]),
+                                    pins: [try CertificatePin(host: "127.0.0.1", ["sha256/" + Data(repeating: 9, count: 32).base64EncodedString()])])
+            let before = nginx.accessLog.count
+            #expect((await get(nginx, wrong, .pooled)).failureCode == .tls, "an HTTP/2 connection is pinned too")
+            #expect(nginx.accessLog.count == before)
+            #expect((try? await get(nginx, trust, .interim).get().version) == .http1_1, "the interim-response connection speaks HTTP/1.1")
+        }
+    }
+}
+
+extension Result where Failure == NetworkError {
+    /// The error's code, or `nil` for a success.
+    var failureCode: NetworkError.Code? {
+        if case .failure(let error) = self { return error.code }
+        return nil
     }
 }

@@ -25,6 +25,9 @@ extension NetworkEngine {
         /// Which servers are trusted over TLS (extra or only roots, public-key pins, a client certificate
         /// for mutual TLS); what the system trusts by default. See ``TrustPolicy``.
         public var trust = TrustPolicy.system
+        /// Whether HTTP/2 may be negotiated with https servers (``HTTPVersions/automatic``, the default)
+        /// or only HTTP/1.1 is spoken.
+        public var httpVersions = HTTPVersions.automatic
         /// Status codes that count as success; others fail with ``NetworkError/Code/unacceptableStatus``. 200..<300 by default.
         public var acceptableStatusCodes = Set(200..<300)
         /// Media types (`type/subtype`, or `type/*`) a non-empty body may have; `nil` (the default) accepts any.

@@ -25,6 +25,9 @@ public struct NetworkResponse: Sendable {
     /// The files the body was written to, for a download (``NetworkOperation/download(to:resumable:)-([URL],_)``):
     /// complete, in place, in the order given. The body is then not kept in memory (``body`` is empty).
     public var fileURLs: [URL] = []
+    /// The HTTP version the response came over (HTTP/2 when the server chose it), or `nil` when it is
+    /// not known: served from the cache, or by a transport that does not say.
+    public var version: ProtocolVersion?
 
     /// Creates a response.
     /// - Parameters:

@@ -108,7 +108,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return TransportResponse(
                 status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
                 headers: headers,
-                body: ErrorMappingBody(base: response.body, url: url)
+                body: ErrorMappingBody(base: response.body, url: url),
+                version: NetworkResponse.ProtocolVersion(major: response.version.major, minor: response.version.minor)
             )
         } catch let mismatch as PinCheck.Mismatch {
             throw PinCheck.networkError(mismatch, host: request.url.host ?? "", url: url)
@@ -173,6 +174,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             configuration.http2ConnectionDebugInitializer = verify
         }
         configuration.redirectConfiguration = .disallow
+        configuration.httpVersion = options.httpVersions == .http1Only ? .http1Only : .automatic
         configuration.timeout = .init(connect: TimeAmount(options.connectTimeout), read: TimeAmount(options.readTimeout))
         configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = maximumConnectionsPerHost
         // A refused connection (or a pin that does not match) fails at once with `.cannotConnect` (`.tls`)

@@ -113,6 +113,8 @@ public struct TransportOptions: Sendable, Hashable {
     public var decompression: Decompression
     /// Which servers are trusted over TLS, and the client certificate presented to them.
     public var trust: TrustPolicy
+    /// Whether HTTP/2 may be negotiated.
+    public var httpVersions: HTTPVersions
 
     /// Creates options.
     /// - Parameters:
@@ -120,12 +122,15 @@ public struct TransportOptions: Sendable, Hashable {
     ///   - readTimeout: The read timeout; 60 s by default.
     ///   - decompression: The decompression setting; on, with a ratio limit of 100, by default.
     ///   - trust: The TLS trust policy; the system's by default.
+    ///   - httpVersions: Whether HTTP/2 may be negotiated; ``HTTPVersions/automatic`` by default.
     public init(
         connectTimeout: Duration = .seconds(10),
         readTimeout: Duration = .seconds(60),
         decompression: Decompression = .enabled(maximumRatio: 100),
-        trust: TrustPolicy = .system
+        trust: TrustPolicy = .system,
+        httpVersions: HTTPVersions = .automatic
     ) {
+        self.httpVersions = httpVersions
         self.connectTimeout = connectTimeout
         self.readTimeout = readTimeout
         self.decompression = decompression
@@ -150,20 +155,25 @@ public struct TransportResponse: Sendable {
     public var headers: HTTPFields
     /// The body parts; iterating may throw when the connection fails mid-body.
     public var body: any AsyncSequence<ByteBuffer, any Error> & Sendable
+    /// The HTTP version of the exchange, when the transport knows it.
+    public var version: NetworkResponse.ProtocolVersion?
 
     /// Creates a response.
     /// - Parameters:
     ///   - status: The status.
     ///   - headers: The header fields.
     ///   - body: The body parts.
+    ///   - version: The HTTP version, if known.
     public init(
         status: HTTPResponse.Status,
         headers: HTTPFields,
-        body: any AsyncSequence<ByteBuffer, any Error> & Sendable
+        body: any AsyncSequence<ByteBuffer, any Error> & Sendable,
+        version: NetworkResponse.ProtocolVersion? = nil
     ) {
         self.status = status
         self.headers = headers
         self.body = body
+        self.version = version
     }
 }
 

@@ -114,7 +114,8 @@ struct InterimResponseTransport: HTTPTransport {
                 let head = try await headPromise.futureResult.get()
                 return TransportResponse(
                     status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase),
-                    headers: Self.fields(head.headers), body: body)
+                    headers: Self.fields(head.headers), body: body,
+                    version: NetworkResponse.ProtocolVersion(major: head.version.major, minor: head.version.minor))
             } catch let mismatch as PinCheck.Mismatch {
                 channel.close(promise: nil)
                 throw PinCheck.networkError(mismatch, host: host, url: url)

@@ -157,6 +157,7 @@ struct RequestExecutor: Sendable {
                             status: status, headers: headers, body: Data(),
                             url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain)
                         delivered.fileURLs = files
+                        delivered.version = response.version
                         return .success(delivered)
                     case .startOver:
                         redirects.setHeaders([:], removing: [.range, .ifRange])
@@ -171,9 +172,11 @@ struct RequestExecutor: Sendable {
                 destination.channel?.finish(NetworkError(
                     .unacceptableStatus, "the server answered \(response.status.code) \(response.status.reasonPhrase)",
                     url: current.url.absoluteString))
-                return .success(NetworkResponse(
+                var delivered = NetworkResponse(
                     status: response.status, headers: response.headers, body: body,
-                    url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain))
+                    url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain)
+                delivered.version = response.version
+                return .success(delivered)
             case .follow(let next):
                 if let source = next.bodySource, !source.isReplayable {
                     // A 307/308 asks for the same body again; a caller's one-shot stream is gone.

@@ -9,7 +9,7 @@ import Darwin
 /// An nginx of its own for an interop test: a configuration, document root, logs, pid and temporary
 /// folders in a fresh temporary folder, listening on a free 127.0.0.1 port, in the foreground
 /// (`daemon off; master_process off;`), stopped by ``stop()``. Its access log has one line per request:
-/// `METHOD|URI|STATUS|Range|If-Range|BODY-BYTES|ETag`.
+/// `METHOD|URI|STATUS|Range|If-Range|BODY-BYTES|ETag|PROTOCOL`.
 ///
 /// `scripts/test` installs nginx when it is missing (and sets `COURIER_REQUIRE_INTEROP=1`, which turns a
 /// missing nginx into a failure instead of a skip).
@@ -44,6 +44,8 @@ final class NginxServer {
         var certificate: String
         var key: String
         var clientCA: String?
+        /// Whether HTTP/2 is offered by ALPN beside HTTP/1.1.
+        var http2 = false
     }
 
     /// Starts nginx (a few tries, should another process take the free port first).
@@ -108,7 +110,7 @@ final class NginxServer {
     private static func configuration(folder: String, port: Int, tls: TLS?) -> String {
         var listen = "listen 127.0.0.1:\(port);"
         if let tls {
-            listen = "listen 127.0.0.1:\(port) ssl; ssl_certificate \(tls.certificate); ssl_certificate_key \(tls.key);"
+            listen = "listen 127.0.0.1:\(port) ssl\(tls.http2 ? " http2" : ""); ssl_certificate \(tls.certificate); ssl_certificate_key \(tls.key);"
             if let clientCA = tls.clientCA { listen += " ssl_client_certificate \(clientCA); ssl_verify_client on;" }
         }
         return """
@@ -119,7 +121,7 @@ final class NginxServer {
         error_log \(folder)/logs/error.log warn;
         events { worker_connections 64; }
         http {
-            log_format ranges escape=none '$request_method|$request_uri|$status|$http_range|$http_if_range|$body_bytes_sent|$sent_http_etag';
+            log_format ranges escape=none '$request_method|$request_uri|$status|$http_range|$http_if_range|$body_bytes_sent|$sent_http_etag|$server_protocol';
             access_log \(folder)/logs/access.log ranges;
             client_body_temp_path \(folder)/temp/body;
             proxy_temp_path \(folder)/temp/proxy;
