@@ -11,6 +11,8 @@ let op = engine.operation(path: "rates")
 let attachmentURLs: [String] = []
 let row = 0
 let uploadedBytes = Data()
+let currentPin = "sha256/7HIpactkIAq2Y49orFOOQKurWxmmSFZhBCoQYcRhJ3Y="
+let backupPin = "sha256/YLh1dUR9y6Kja30RrAn7JKnbQG/uEtLMkBgFF2Fuihg="
 
 struct Comment: Codable, Sendable { var text = "" }
 let comment = Comment()

@@ -84,14 +84,25 @@ func sample_README_6() async throws {
 
 // README.md, sample 7
 func sample_README_7() async throws {
+    let pins = try CertificatePin(host: "api.bank.example", [currentPin, backupPin])   // and a backup key
+    let bank = NetworkEngine(host: "api.bank.example", configuration: .init {
+        $0.trust = TrustPolicy(pins: [pins])
+        $0.proxy = .fromEnvironment()   // https_proxy, NO_PROXY, as curl reads them
+    })
+    _ = pins
+    _ = bank
+}
+
+// README.md, sample 8
+func sample_README_8() async throws {
     let avatar = try await engine.image(url: "https://cdn.example.com/u/42.jpg", thumbnail: Thumbnail(maxPixelSize: 128))
     let card = try ImageDecoders.decode(uploadedBytes).thumbnail(Thumbnail(width: 320, height: 200, contentMode: .fill))
     _ = avatar
     _ = card
 }
 
-// README.md, sample 8
-func sample_README_8() async throws {
+// README.md, sample 9
+func sample_README_9() async throws {
     for await event in download.events {
         if case .downloadProgress(let p) = event { bar.progress = p.fractionCompleted ?? 0 }
     }
@@ -460,6 +471,72 @@ func sample_Transfers_7() async throws {
     download.onDownloadProgress { progress in
         bar.value = progress.fractionCompleted ?? 0
     }
+}
+
+// Sources/Courier/Courier.docc/TrustAndProxies.md, sample 1
+func sample_TrustAndProxies_1() async throws {
+
+    func engines(companyCA: String) -> (NetworkEngine, NetworkEngine) {
+        let intranet = NetworkEngine(host: "wiki.corp.example", configuration: .init {
+            $0.trust = TrustPolicy(roots: .systemAnd([.file(companyCA)]))   // the system's roots and the company's
+        })
+        let api = NetworkEngine(host: "api.example.com", configuration: .init {
+            $0.trust = TrustPolicy(roots: .only([.file(companyCA)]))        // this CA only: in effect, a pinned CA
+        })
+        return (intranet, api)
+    }
+}
+
+// Sources/Courier/Courier.docc/TrustAndProxies.md, sample 2
+func sample_TrustAndProxies_2() async throws {
+
+    func pinnedEngine() throws -> NetworkEngine {
+        let pins = try CertificatePin(host: "*.example.com", [
+            "sha256/7HIpactkIAq2Y49orFOOQKurWxmmSFZhBCoQYcRhJ3Y=",   // the key in use
+            "sha256/YLh1dUR9y6Kja30RrAn7JKnbQG/uEtLMkBgFF2Fuihg=",   // the backup key, kept offline
+        ])
+        return NetworkEngine(host: "api.example.com", configuration: .init {
+            $0.trust = TrustPolicy(pins: [pins])
+        })
+    }
+}
+
+// Sources/Courier/Courier.docc/TrustAndProxies.md, sample 3
+func sample_TrustAndProxies_3() async throws {
+
+    func mutualTLSEngines(passphrase: String) -> (NetworkEngine, NetworkEngine) {
+        let pem = NetworkEngine(host: "payments.internal", configuration: .init {
+            $0.trust = TrustPolicy(clientIdentity: .pem(certificateChain: "/etc/service/client.pem", privateKey: "/etc/service/client.key"))
+        })
+        let bundle = NetworkEngine(host: "payments.internal", configuration: .init {
+            $0.trust = TrustPolicy(clientIdentity: .pkcs12("/etc/service/client.p12", passphrase: passphrase))
+        })
+        return (pem, bundle)
+    }
+}
+
+// Sources/Courier/Courier.docc/TrustAndProxies.md, sample 4
+func sample_TrustAndProxies_4() async throws {
+
+    let devEngine = NetworkEngine(host: "dev.local", port: 8443, configuration: .init {
+        $0.trust = TrustPolicy.system.insecurelyTrusting(hosts: ["dev.local"])
+    })
+    _ = devEngine
+}
+
+// Sources/Courier/Courier.docc/TrustAndProxies.md, sample 5
+func sample_TrustAndProxies_5() async throws {
+
+    let proxied = NetworkEngine(host: "api.example.com", configuration: .init {
+        $0.proxy = .all(.http(host: "proxy.corp.example", port: 3128,
+                              credentials: PasswordCredentials(user: "me", password: "proxy-password")),
+                        except: ["localhost", ".corp.example"])
+    })
+    let fromEnvironment = NetworkEngine(host: "api.example.com", configuration: .init {
+        $0.proxy = .fromEnvironment()
+    })
+    _ = proxied
+    _ = fromEnvironment
 }
 
 // Sources/CourierImages/CourierImages.docc/Images.md, sample 1

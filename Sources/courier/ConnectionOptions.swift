@@ -31,6 +31,36 @@ struct ConnectionOptions: ParsableArguments {
           help: ArgumentHelp("Do not verify the URL's host's certificate: for a development server only. Says so on stderr."))
     var insecure = false
 
+    @Option(help: ArgumentHelp("Go through this proxy: http://[user:password@]host[:port] (CONNECT) or socks5://host[:port]; "
+        + "\"\" for none. Without it, the environment's http_proxy, HTTPS_PROXY, ALL_PROXY and NO_PROXY are used, as curl does.",
+        valueName: "url"))
+    var proxy: String?
+
+    @Option(help: ArgumentHelp("Hosts reached without the proxy, comma-separated: a name covers its subdomains; '*' for every host.",
+                               valueName: "hosts"))
+    var noproxy: String?
+
+    /// The proxy settings: `--proxy`, else the environment's; `--noproxy` replaces the bypass list.
+    func proxySettings(environment: [String: String] = ProcessInfo.processInfo.environment) throws(CLIFailure) -> ProxySettings {
+        var settings: ProxySettings
+        if let proxy {
+            if proxy.isEmpty {
+                settings = .none
+            } else {
+                guard let parsed = Proxy(url: proxy) else {
+                    throw CLIFailure.usage("--proxy needs http://[user:password@]host[:port] or socks5://host[:port]")
+                }
+                settings = .all(parsed)
+            }
+        } else {
+            settings = .fromEnvironment(environment)
+        }
+        if let noproxy {
+            settings.noProxy = noproxy.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        return settings
+    }
+
     /// The trust policy for a request to `url`; a malformed option is a usage error. `warn` hears what
     /// must be said on standard error.
     func trust(for url: String, warn: (String) -> Void) throws(CLIFailure) -> TrustPolicy {

@@ -72,9 +72,11 @@ struct DownloadCommand: AsyncParsableCommand {
         let verboseOutput = verbose ? VerboseOutput() : nil
         let (interceptors, jar) = try pipeline.interceptors(for: url)
         let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
+        let proxy = try connection.proxySettings()
         let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
             $0.trust = trust
             $0.httpVersions = connection.httpVersions
+            $0.proxy = proxy
             $0.interceptors = interceptors
             $0.cookieJar = jar
             $0.dataDirectory = nil

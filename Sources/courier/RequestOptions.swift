@@ -100,9 +100,11 @@ struct RequestOptions: ParsableArguments {
         let (interceptors, jar) = try pipeline.interceptors(for: url)
         let responseCache = (cache || cacheDir != nil) ? CacheCommand.openCache(cacheDir) : nil
         let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
+        let proxy = try connection.proxySettings()
         let configuration = NetworkEngine.Configuration {
             $0.trust = trust
             $0.httpVersions = connection.httpVersions
+            $0.proxy = proxy
             $0.interceptors = interceptors
             $0.cookieJar = jar
             $0.cache = responseCache

@@ -38,9 +38,11 @@ struct UploadCommand: AsyncParsableCommand {
         let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
         let (interceptors, jar) = try pipeline.interceptors(for: url)
         let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
+        let proxy = try connection.proxySettings()
         let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
             $0.trust = trust
             $0.httpVersions = connection.httpVersions
+            $0.proxy = proxy
             $0.interceptors = interceptors
             $0.cookieJar = jar
             $0.dataDirectory = nil

@@ -1,3 +1,4 @@
+import CourierTestServer
 import Foundation
 import Testing
 
@@ -64,5 +65,25 @@ extension CLITests {
         let badPass = try await courier("get", "--cacert", pki.caCertificate, "--cert", pki.clientBundle, "--pass", "not-the-passphrase", url)
         #expect(badPass.status == 1 && badPass.stderr.contains("invalidConfiguration"), "\(badPass.stderr)")
         #expect(!badPass.stderr.contains("not-the-passphrase"), "the passphrase is never printed")
+    }
+}
+
+extension CLITests {
+    /// `--proxy` and `--noproxy`, curl's spelling, through the Python test proxy.
+    @Test(.timeLimit(.minutes(1))) func aProxyFromTheCommandLine() async throws {
+        let server = try await TestServer.start()
+        defer { Task { try? await server.shutdown() } }
+        let proxy = try TestProxy.start(.http(credentials: "cli-user:cli-proxy-pass"))
+        defer { proxy.stop() }
+        let through = try await courier("get", "--proxy", "http://cli-user:cli-proxy-pass@127.0.0.1:\(proxy.port)", server.url("/anything/p"))
+        #expect(through.status == 0, "\(through.stderr)")
+        #expect(proxy.log.count == 1 && proxy.log[0].hasPrefix("CONNECT 127.0.0.1:\(server.port) Basic "), "\(proxy.log)")
+        #expect(server.recordedRequests.first?.header("proxy-authorization") == nil)
+        let refused = try await courier("get", "--proxy", "127.0.0.1:\(proxy.port)", server.url("/anything/q"))
+        #expect(refused.status == 1 && refused.stderr.contains("407"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("cli-proxy-pass"))
+        let bypassed = try await courier("get", "--proxy", "127.0.0.1:\(proxy.port)", "--noproxy", "127.0.0.1", server.url("/anything/r"))
+        #expect(bypassed.status == 0 && proxy.log.count == 2, "\(bypassed.stderr) \(proxy.log)")
+        #expect(try await courier("get", "--proxy", "ftp://127.0.0.1:1", server.url("/anything/s")).status == 2)
     }
 }

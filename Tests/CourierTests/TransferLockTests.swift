@@ -218,7 +218,8 @@ struct TransferLockTests {
                                     failure: NetworkError(.connectionLost, "dropped"))
             }
             let engine = NetworkEngine.fake(transport) {
-                $0.interceptors = [RetryPolicy(maximumAttempts: 3, backoff: RetryBackoff(base: .seconds(3), maximum: .seconds(3)))]
+                // A backoff long enough that a loaded machine cannot reach the retry before the check below.
+                $0.interceptors = [RetryPolicy(maximumAttempts: 3, backoff: RetryBackoff(base: .seconds(60), maximum: .seconds(60)))]
             }
             let operation = engine.operation(url: Self.url).download(to: file, resumable: true)
             let outcome = Task { await failure(of: operation) }

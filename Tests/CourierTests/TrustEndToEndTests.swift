@@ -101,6 +101,25 @@ struct TrustEndToEndTests {
             guard case .failure(let badPassphrase) = await get(nginx, TrustPolicy(roots: roots, clientIdentity: .pkcs12(pki.clientBundle, passphrase: "wrong")), path)
             else { Issue.record("a bundle opened with the wrong passphrase"); return }
             #expect(badPassphrase.code == .invalidConfiguration, "\(badPassphrase)")
+            // The certificate goes to the engine's host only: the same server named otherwise does not get it.
+            let identity = ClientIdentity.pem(certificateChain: pki.clientCertificate, privateKey: pki.clientKey)
+            let engine = NetworkEngine(host: "127.0.0.1", port: nginx.port, configuration: .init {
+                $0.trust = TrustPolicy(roots: roots, clientIdentity: identity)
+                $0.dataDirectory = nil
+            }, queue: NetworkQueue())
+            let elsewhere = engine.operation(url: "https://localhost:\(nginx.port)/hello.txt")
+            if path == .interim { _ = elsewhere.onInformationalResponse { _ in } }
+            #expect(await failure(of: elsewhere)?.response?.statusCode == 400, "not presented to another host")
+            var both = TrustPolicy(roots: roots, clientIdentity: identity)
+            both.identityHosts = ["127.0.0.1", "localhost"]
+            let named = NetworkEngine(host: "127.0.0.1", port: nginx.port, configuration: .init {
+                $0.trust = both
+                $0.dataDirectory = nil
+            }, queue: NetworkQueue())
+            let allowed = named.operation(url: "https://localhost:\(nginx.port)/hello.txt")
+            if path == .interim { _ = allowed.onInformationalResponse { _ in } }
+            let allowedStatus = try? await allowed.response().statusCode
+            #expect(allowedStatus == 200, "a host the policy names gets it")
         }
     }
 

@@ -48,6 +48,23 @@ struct TrustPolicyTests {
         #expect(try matches("::1", "[::1]"))
     }
 
+    /// Review finding: a pin on `::1` was skipped for `[0:0:0:0:0:0:0:1]`. Every rule compares one spelling.
+    @Test func everySpellingOfAnAddressIsTheSameHost() throws {
+        #expect(TrustPolicy.canonicalHost("[0:0:0:0:0:0:0:1]") == "::1")
+        #expect(TrustPolicy.canonicalHost("[::0:1]") == "::1")
+        #expect(TrustPolicy.canonicalHost("[FE80::0001]") == "fe80::1")
+        #expect(TrustPolicy.canonicalHost("127.0.0.1.") == "127.0.0.1")
+        #expect(TrustPolicy.canonicalHost("API.Example.com.") == "api.example.com")
+        let pinned = TrustPolicy(pins: [try CertificatePin(host: "::1", [Self.keyA])])
+        for spelling in ["[::1]", "[0:0:0:0:0:0:0:1]", "[::0:1]", "0::1"] {
+            #expect(pinned.pinnedKeys(for: spelling) != nil, "\(spelling)")
+        }
+        #expect(TrustPolicy(pins: [try CertificatePin(host: "[0:0::1]", [Self.keyA])]).pinnedKeys(for: "[::1]") != nil)
+        let insecure = TrustPolicy.system.insecurelyTrusting(hosts: ["[::1]", "Dev.Local."])
+        #expect(insecure.isInsecure("0:0:0:0:0:0:0:1") && insecure.isInsecure("dev.local"))
+        #expect(ProxySettings(http: .socks5(host: "p"), noProxy: ["[::1]"]).proxy(for: URL(string: "http://[0::1]:8080/")!) == nil)
+    }
+
     @Test func everyMatchingRuleAddsItsPins() throws {
         let policy = TrustPolicy(pins: [
             try CertificatePin(host: "**.example.com", [Self.keyA]),
@@ -100,6 +117,8 @@ struct TrustPolicyTests {
             TrustPolicy(clientIdentity: .pem(certificateChain: missing, privateKey: missing)),
             TrustPolicy(clientIdentity: .pkcs12(missing, passphrase: "secret-passphrase")),
         ] {
+            var policy = policy
+            policy.identityHosts = ["api.example.com"]
             do {
                 _ = try policy.tlsConfiguration(for: "api.example.com")
                 Issue.record("\(policy) was applied")
@@ -108,6 +127,28 @@ struct TrustPolicyTests {
                 #expect(!error.message.contains("secret-passphrase"))
             }
         }
+    }
+
+    /// Review finding: the client certificate went to any host that asked. It goes to the named hosts only,
+    /// the engine's own by default.
+    @Test func aClientCertificateGoesToItsHostsOnly() throws {
+        let identity = ClientIdentity.pem(certificateChain: "/nonexistent/c.pem", privateKey: "/nonexistent/k.pem")
+        let engine = NetworkEngine(host: "API.example.com", configuration: .init { $0.trust = TrustPolicy(clientIdentity: identity) })
+        #expect(engine.configuration.trust.identityHosts == ["api.example.com"] || engine.configuration.trust.identityHosts == ["API.example.com"])
+        let trust = engine.configuration.trust
+        #expect(trust.presentsIdentity(to: "api.example.com") && trust.presentsIdentity(to: "API.EXAMPLE.COM."))
+        #expect(!trust.presentsIdentity(to: "evil.example.com") && !trust.presentsIdentity(to: "example.com"))
+        // Another host's connections are made without it: no file is even read for them.
+        #expect((try? trust.tlsConfiguration(for: "cdn.example.net")) != nil)
+        #expect(throws: NetworkError.self) { try trust.tlsConfiguration(for: "api.example.com") }
+        func key(_ url: String) throws -> AsyncHTTPClientTransport.ClientKey {
+            try AsyncHTTPClientTransport.clientKey(for: TransportRequest(method: .get, url: URL(string: url)!, options: TransportOptions(trust: trust)))
+        }
+        #expect(try key("https://api.example.com/a") != key("https://cdn.example.net/a"), "never one pool for both")
+        var named = TrustPolicy(clientIdentity: identity)
+        named.identityHosts = ["payments.internal"]
+        let kept = NetworkEngine(host: "api.example.com", configuration: .init { $0.trust = named })
+        #expect(kept.configuration.trust.identityHosts == ["payments.internal"], "hosts the app named are kept")
     }
 
     @Test func anIdentityNeverShowsItsPassphrase() {

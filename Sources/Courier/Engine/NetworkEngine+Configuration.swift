@@ -28,6 +28,10 @@ extension NetworkEngine {
         /// Whether HTTP/2 may be negotiated with https servers (``HTTPVersions/automatic``, the default)
         /// or only HTTP/1.1 is spoken.
         public var httpVersions = HTTPVersions.automatic
+        /// The proxies requests go through (an HTTP `CONNECT` proxy with Basic credentials, or SOCKS5), and
+        /// the hosts reached directly; none by default. ``ProxySettings/fromEnvironment(_:)`` reads
+        /// `https_proxy`, `NO_PROXY` and the rest, as curl does.
+        public var proxy = ProxySettings.none
         /// Status codes that count as success; others fail with ``NetworkError/Code/unacceptableStatus``. 200..<300 by default.
         public var acceptableStatusCodes = Set(200..<300)
         /// Media types (`type/subtype`, or `type/*`) a non-empty body may have; `nil` (the default) accepts any.
@@ -186,10 +190,10 @@ extension NetworkEngine {
             Set(sensitiveHeaderNames.map { $0.lowercased() }).union(CredentialFields.names)
         }
 
-        /// The defaults, adjusted by `configure`.
+        /// The defaults, adjusted by `configure` (which may throw: a ``CertificatePin`` is made with `try`).
         /// - Parameter configure: Changes to make to the defaults.
-        public init(_ configure: (inout Configuration) -> Void) {
-            configure(&self)
+        public init(_ configure: (inout Configuration) throws -> Void) rethrows {
+            try configure(&self)
         }
     }
 

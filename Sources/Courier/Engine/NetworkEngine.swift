@@ -93,6 +93,8 @@ public final class NetworkEngine: Sendable {
         queue: NetworkQueue,
         transport: any HTTPTransport
     ) {
+        // A client certificate goes to the engine's own host unless the policy names the hosts.
+        let configuration = Self.presentingIdentity(configuration, toHostOf: composer)
         self.composer = composer
         self.configuration = configuration
         self.queue = queue
@@ -130,6 +132,16 @@ public final class NetworkEngine: Sendable {
                 engineID: engineID, queue: queue, executor: executor, configuration: configuration, connectivity: connectivity,
                 defaultHeaders: engineDefaults, monitors: monitors))
         }
+    }
+
+    /// `configuration` with its client certificate's hosts set to the engine's host when it names none.
+    private static func presentingIdentity(_ configuration: Configuration, toHostOf composer: Result<URLComposer, NetworkError>) -> Configuration {
+        guard configuration.trust.clientIdentity != nil, configuration.trust.identityHosts.isEmpty,
+            let host = (try? composer.get()).flatMap({ URL(string: $0.baseURLString)?.host })
+        else { return configuration }
+        var configuration = configuration
+        configuration.trust.identityHosts = [host]
+        return configuration
     }
 
     /// The engine's base URL (`scheme://host[:port][/apiPath]`), or `nil` when the host or base URL is invalid.

@@ -122,6 +122,11 @@ extension AsyncHTTPClientTransport {
             return .cancelled(url: url)
         case .invalidURL, .emptyHost, .emptyScheme:
             return NetworkError(.invalidURL, "the URL is not valid", url: url, underlying: error)
+        case .proxyAuthenticationRequired:
+            return NetworkError(
+                .cannotConnect, "the proxy refused the connection: it needs credentials, or refused those given (407)", url: url, underlying: error)
+        case .invalidProxyResponse:
+            return NetworkError(.cannotConnect, "the proxy did not open a tunnel to the host", url: url, underlying: error)
         case .bodyLengthMismatch:
             // Raised for the REQUEST body: the caller's body did not have the length it declared.
             return NetworkError(

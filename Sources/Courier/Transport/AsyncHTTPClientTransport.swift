@@ -31,6 +31,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         var options: TransportOptions
         var pins: Set<Data>?
         var isInsecure = false
+        /// Whether the client certificate is presented to this host.
+        var presentsIdentity = false
+        /// The proxy this host's requests go through (the options' settings, resolved for the URL).
+        var proxy: Proxy?
     }
 
     /// Creates a transport.
@@ -65,7 +69,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         // async-http-client drops interim responses inside its pool; a request that wants them goes
         // over a connection of its own that reports them.
         let key = try Self.clientKey(for: request)
-        if request.didReceiveInformational != nil, request.streamedBody == nil {
+        // (Through a proxy, the pool's tunnel is used: that connection does not report interim responses.)
+        if request.didReceiveInformational != nil, request.streamedBody == nil, key.proxy == nil {
             return try await InterimResponseTransport().execute(request)
         }
         let url = request.url.absoluteString
@@ -121,12 +126,14 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
     /// The client key for a request; a pinned host is refused over plain http (a pin cannot be checked).
     static func clientKey(for request: TransportRequest) throws(NetworkError) -> ClientKey {
         let trust = request.options.trust
-        guard trust != .system, let host = request.url.host else { return ClientKey(options: request.options) }
+        let proxy = request.options.proxy.proxy(for: request.url)
+        guard trust != .system, let host = request.url.host else { return ClientKey(options: request.options, proxy: proxy) }
         let pins = trust.pinnedKeys(for: host)
         if pins != nil, request.url.scheme?.lowercased() != "https" {
             throw NetworkError(.tls, "\(host) is pinned, so it is reached over https only", url: request.url.absoluteString)
         }
-        return ClientKey(options: request.options, pins: pins, isInsecure: trust.isInsecure(host))
+        return ClientKey(
+            options: request.options, pins: pins, isInsecure: trust.isInsecure(host), presentsIdentity: trust.presentsIdentity(to: host), proxy: proxy)
     }
 
     /// The client for `key`, made on first use: its TLS configuration reads certificate files, which
@@ -157,6 +164,16 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let options = key.options
         var configuration = HTTPClient.Configuration()
         configuration.tlsConfiguration = tls
+        switch key.proxy?.kind {
+        case .http(let credentials)?:
+            configuration.proxy = .server(
+                host: key.proxy!.host, port: key.proxy!.port,
+                authorization: credentials.map { .basic(username: $0.user, password: $0.password) })
+        case .socks5?:
+            configuration.proxy = .socksServer(host: key.proxy!.host, port: key.proxy!.port)
+        case nil:
+            break
+        }
         if let pins = key.pins {
             // Run on each new connection once its handshake (chain and name) succeeded, before the pool
             // may send anything on it. Closed first, then failed (async-http-client does not close it).

@@ -115,6 +115,8 @@ public struct TransportOptions: Sendable, Hashable {
     public var trust: TrustPolicy
     /// Whether HTTP/2 may be negotiated.
     public var httpVersions: HTTPVersions
+    /// The proxies requests go through.
+    public var proxy: ProxySettings
 
     /// Creates options.
     /// - Parameters:
@@ -123,14 +125,17 @@ public struct TransportOptions: Sendable, Hashable {
     ///   - decompression: The decompression setting; on, with a ratio limit of 100, by default.
     ///   - trust: The TLS trust policy; the system's by default.
     ///   - httpVersions: Whether HTTP/2 may be negotiated; ``HTTPVersions/automatic`` by default.
+    ///   - proxy: The proxies; none by default.
     public init(
         connectTimeout: Duration = .seconds(10),
         readTimeout: Duration = .seconds(60),
         decompression: Decompression = .enabled(maximumRatio: 100),
         trust: TrustPolicy = .system,
-        httpVersions: HTTPVersions = .automatic
+        httpVersions: HTTPVersions = .automatic,
+        proxy: ProxySettings = .none
     ) {
         self.httpVersions = httpVersions
+        self.proxy = proxy
         self.connectTimeout = connectTimeout
         self.readTimeout = readTimeout
         self.decompression = decompression

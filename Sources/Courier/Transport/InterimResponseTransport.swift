@@ -37,10 +37,12 @@ struct InterimResponseTransport: HTTPTransport {
         let pinCheck = key.pins.map(PinCheck.init(pins:))
         do {
             let trust = request.options.trust
-            // The policy may read certificate files: on NIO's thread pool, not the caller's thread.
+            // A context reads certificate files (the policy's, and the system's bundle): on NIO's thread pool,
+            // not the caller's thread.
             tls = isSecure
-                ? try NIOSSLContext(configuration: trust == .system
-                    ? .makeClientConfiguration() : try await NIOThreadPool.singleton.runIfActive { try trust.tlsConfiguration(for: host) })
+                ? try await NIOThreadPool.singleton.runIfActive {
+                    try NIOSSLContext(configuration: trust == .system ? .makeClientConfiguration() : try trust.tlsConfiguration(for: host))
+                }
                 : nil
         } catch let error as NetworkError {
             throw error
@@ -101,7 +103,17 @@ struct InterimResponseTransport: HTTPTransport {
         return try await withTaskCancellationHandler {
             do {
                 // Nothing is written before the handshake is done and the server's key is a pinned one.
-                try await handshake.futureResult.get()
+                do {
+                    try await handshake.futureResult.get()
+                } catch let mismatch as PinCheck.Mismatch {
+                    throw mismatch
+                } catch {
+                    // The connection failed or closed first: the pipeline knows why (a read timeout, a TLS
+                    // alert) and fails the head with that.
+                    channel.close(promise: nil)
+                    _ = try await headPromise.futureResult.get()
+                    throw error
+                }
                 do {
                     try await send(request, host: host, port: port, isSecure: isSecure, on: channel)
                 } catch {

@@ -27,7 +27,7 @@ public struct CertificatePin: Sendable, Hashable {
     /// - Throws: ``NetworkError`` with code ``NetworkError/Code/invalidConfiguration`` for an empty or
     ///   malformed pattern, no pins, or a pin that is not `sha256/` and the Base64 of 32 bytes.
     public init(host: String, _ pins: [String]) throws(NetworkError) {
-        let pattern = CacheHeaderSyntax.asciiLowercased(TrustPolicy.bare(host))
+        let pattern = TrustPolicy.canonicalHost(host)
         guard Self.isValidPattern(pattern) else {
             throw NetworkError(.invalidConfiguration, "\"\(host)\" is not a host pattern (a host name, or *. or **. and a domain)")
         }

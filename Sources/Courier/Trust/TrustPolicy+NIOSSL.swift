@@ -19,7 +19,7 @@ extension TrustPolicy {
         case .only(let certificates): tls.trustRoots = .certificates(try Self.load(certificates))
         }
         if isInsecure(host) { tls.certificateVerification = .none }
-        if let clientIdentity {
+        if let clientIdentity, presentsIdentity(to: host) {
             let (chain, key) = try clientIdentity.load()
             tls.certificateChain = chain.map { .certificate($0) }
             tls.privateKey = .privateKey(key)

@@ -1,4 +1,11 @@
 public import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Which servers an engine trusts over TLS, and how it proves who it is: AFNetworking's security policy,
 /// on Linux as well as on Apple platforms.
@@ -36,8 +43,13 @@ public struct TrustPolicy: Sendable, Hashable {
     /// Public-key pins, by host pattern; a host that matches a pattern must present a certificate whose
     /// key is one of that pattern's pins.
     public var pins: [CertificatePin]
-    /// The certificate and key presented to servers that ask for one (mutual TLS).
+    /// The certificate and key presented to servers that ask for one (mutual TLS), on connections to
+    /// ``identityHosts`` only.
     public var clientIdentity: ClientIdentity?
+    /// The hosts ``clientIdentity`` is presented to: a certificate identifies its holder, so a redirect or
+    /// an absolute URL to another host does not get it. Empty (the default) means the engine's own host:
+    /// an engine fills it in when it is created. Exact names, compared without case.
+    public var identityHosts: [String] = []
     /// Hosts whose certificates are not verified at all (see ``insecurelyTrusting(hosts:)``), lowercased.
     public private(set) var insecureHosts: Set<String> = []
 
@@ -63,20 +75,27 @@ public struct TrustPolicy: Sendable, Hashable {
     /// - Returns: The policy with these hosts added to ``insecureHosts``.
     public func insecurelyTrusting(hosts: [String]) -> TrustPolicy {
         var policy = self
-        policy.insecureHosts.formUnion(hosts.map { CacheHeaderSyntax.asciiLowercased($0) })
+        policy.insecureHosts.formUnion(hosts.map(Self.canonicalHost))
         return policy
+    }
+
+    /// Whether the client identity is presented on connections to `host`.
+    func presentsIdentity(to host: String) -> Bool {
+        guard clientIdentity != nil else { return false }
+        let host = Self.canonicalHost(host)
+        return identityHosts.contains { Self.canonicalHost($0) == host }
     }
 
     /// Whether `host`'s certificate is not verified (an exact, case-insensitive match).
     func isInsecure(_ host: String) -> Bool {
-        !insecureHosts.isEmpty && insecureHosts.contains(CacheHeaderSyntax.asciiLowercased(Self.bare(host)))
+        !insecureHosts.isEmpty && insecureHosts.contains(Self.canonicalHost(host))
     }
 
     /// The pins that apply to `host`: those of every pattern it matches (OkHttp's rule), or `nil` when no
     /// pattern matches.
     func pinnedKeys(for host: String) -> Set<Data>? {
         guard !pins.isEmpty else { return nil }
-        let host = CacheHeaderSyntax.asciiLowercased(Self.bare(host))
+        let host = Self.canonicalHost(host)
         let matching = pins.filter { $0.matches(host: host) }
         guard !matching.isEmpty else { return nil }
         return matching.reduce(into: Set<Data>()) { $0.formUnion($1.hashes) }
@@ -88,5 +107,24 @@ public struct TrustPolicy: Sendable, Hashable {
         if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
         if host.hasSuffix(".") { host = host.dropLast() }
         return String(host)
+    }
+
+    /// The one spelling of a host that pins, insecure hosts and proxy bypasses compare: lowercased,
+    /// without brackets or a trailing dot, and an IP address in its standard text form (`::1`, not
+    /// `0:0:0:0:0:0:0:1` or `[::0:1]`; `127.0.0.1`), so that no spelling of an address escapes a rule.
+    static func canonicalHost(_ host: String) -> String {
+        let bare = CacheHeaderSyntax.asciiLowercased(bare(host))
+        if bare.contains(":") {
+            var address = in6_addr()
+            guard inet_pton(AF_INET6, bare, &address) == 1 else { return bare }
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            guard inet_ntop(AF_INET6, &address, &text, socklen_t(text.count)) != nil else { return bare }
+            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        var address = in_addr()
+        guard inet_pton(AF_INET, bare, &address) == 1 else { return bare }
+        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        guard inet_ntop(AF_INET, &address, &text, socklen_t(text.count)) != nil else { return bare }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
