@@ -11,7 +11,7 @@ extension CLITests {
             Issue.record("COURIER_REQUIRE_INTEROP=1 but nginx or openssl is missing")
             return
         }
-        let pki = try TestPKI.make()
+        let pki = try await TestPKI.make()
         defer { pki.remove() }
         let nginx = try await NginxServer.start(tls: .init(certificate: pki.serverCertificate, key: pki.serverKey, http2: true))
         defer { nginx.stop() }
@@ -51,7 +51,7 @@ extension CLITests {
             Issue.record("COURIER_REQUIRE_INTEROP=1 but nginx or openssl is missing")
             return
         }
-        let pki = try TestPKI.make()
+        let pki = try await TestPKI.make()
         defer { pki.remove() }
         let nginx = try await NginxServer.start(tls: .init(certificate: pki.serverCertificate, key: pki.serverKey, clientCA: pki.caCertificate))
         defer { nginx.stop() }
@@ -73,7 +73,7 @@ extension CLITests {
     @Test(.timeLimit(.minutes(1))) func aProxyFromTheCommandLine() async throws {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }
-        let proxy = try TestProxy.start(.http(credentials: "cli-user:cli-proxy-pass"))
+        let proxy = try await TestProxy.start(.http(credentials: "cli-user:cli-proxy-pass"))
         defer { proxy.stop() }
         let through = try await courier("get", "--proxy", "http://cli-user:cli-proxy-pass@127.0.0.1:\(proxy.port)", server.url("/anything/p"))
         #expect(through.status == 0, "\(through.stderr)")

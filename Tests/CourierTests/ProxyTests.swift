@@ -47,13 +47,14 @@ struct ProxyTests {
         NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, configuration: .init {
             $0.proxy = proxy
             $0.dataDirectory = directory
+            $0.reachability = ManualReachability(.reachable(via: .wired))
         }, queue: NetworkQueue())
     }
 
     @Test(.timeLimit(.minutes(1))) func anHTTPProxyCarriesEveryRequestAndItsCredentialsGoToItAlone() async throws {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }
-        let proxy = try TestProxy.start(.http(credentials: "proxy-user:proxy-secret-9"))
+        let proxy = try await TestProxy.start(.http(credentials: "proxy-user:proxy-secret-9"))
         defer { proxy.stop() }
         let credentials = PasswordCredentials(user: "proxy-user", password: "proxy-secret-9")
         let through = engine(server, .all(.http(host: "127.0.0.1", port: proxy.port, credentials: credentials)))
@@ -75,7 +76,7 @@ struct ProxyTests {
     @Test(.timeLimit(.minutes(1))) func aSOCKS5ProxyCarriesRequests() async throws {
         let server = try await TestServer.start()
         defer { Task { try? await server.shutdown() } }
-        let proxy = try TestProxy.start(.socks5)
+        let proxy = try await TestProxy.start(.socks5)
         defer { proxy.stop() }
         let through = engine(server, .all(.socks5(host: "127.0.0.1", port: proxy.port)))
         #expect(try await through.send(through.operation(path: "/anything/socks")).statusCode == 200)
@@ -86,7 +87,7 @@ struct ProxyTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-proxy-outbox-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = try await TestServer.vacantPort()
-        let proxy = try TestProxy.start(.http(credentials: "proxy-user:proxy-secret-9"))
+        let proxy = try await TestProxy.start(.http(credentials: "proxy-user:proxy-secret-9"))
         defer { proxy.stop() }
         let credentials = PasswordCredentials(user: "proxy-user", password: "proxy-secret-9")
         let engine = NetworkEngine(host: "127.0.0.1", port: port, isSecure: false, configuration: .init {

@@ -224,9 +224,11 @@ struct TransferLockTests {
             let operation = engine.operation(url: Self.url).download(to: file, resumable: true)
             let outcome = Task { await failure(of: operation) }
             // The first attempt kept its bytes and record; the retry waits out its backoff, holding nothing.
-            #expect(await eventually(timeout: .seconds(10)) {
+            // 40 s: in the full suite the partial file's lock has been seen released only ~10 s after the
+            // failed attempt (at once when run alone); see the closing note of issue 25's first part.
+            #expect(await eventually(timeout: .seconds(40)) {
                 FileManager.default.fileExists(atPath: store.recordURL.path) && !Self.isHeld(store) && transport.requests.count == 1
-            })
+            }, "record \(FileManager.default.fileExists(atPath: store.recordURL.path)), held \(Self.isHeld(store)), requests \(transport.requests.count), \(operation.state)")
             operation.cancel()
             #expect(await outcome.value?.code == .cancelled)
             #expect(await eventually(timeout: .seconds(10)) {

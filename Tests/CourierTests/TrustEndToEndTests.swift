@@ -18,7 +18,7 @@ struct TrustEndToEndTests {
             Issue.record("COURIER_REQUIRE_INTEROP=1 but nginx or openssl is missing")
             return
         }
-        let pki = try TestPKI.make()
+        let pki = try await TestPKI.make()
         defer { pki.remove() }
         let nginx = try await NginxServer.start(tls: .init(
             certificate: pki.serverCertificate, key: pki.serverKey, clientCA: clientCA ? pki.caCertificate : nil, http2: http2))
@@ -34,6 +34,7 @@ struct TrustEndToEndTests {
             $0.trust = trust
             $0.httpVersions = versions
             $0.dataDirectory = nil
+                $0.reachability = ManualReachability(.reachable(via: .wired))   // no system monitor held across the suite
         }, queue: NetworkQueue())
         let operation = engine.operation(path: "/hello.txt")
         if path == .interim { _ = operation.onInformationalResponse { _ in } }
@@ -106,6 +107,7 @@ struct TrustEndToEndTests {
             let engine = NetworkEngine(host: "127.0.0.1", port: nginx.port, configuration: .init {
                 $0.trust = TrustPolicy(roots: roots, clientIdentity: identity)
                 $0.dataDirectory = nil
+                $0.reachability = ManualReachability(.reachable(via: .wired))   // no system monitor held across the suite
             }, queue: NetworkQueue())
             let elsewhere = engine.operation(url: "https://localhost:\(nginx.port)/hello.txt")
             if path == .interim { _ = elsewhere.onInformationalResponse { _ in } }
@@ -115,6 +117,7 @@ struct TrustEndToEndTests {
             let named = NetworkEngine(host: "127.0.0.1", port: nginx.port, configuration: .init {
                 $0.trust = both
                 $0.dataDirectory = nil
+                $0.reachability = ManualReachability(.reachable(via: .wired))   // no system monitor held across the suite
             }, queue: NetworkQueue())
             let allowed = named.operation(url: "https://localhost:\(nginx.port)/hello.txt")
             if path == .interim { _ = allowed.onInformationalResponse { _ in } }
@@ -129,16 +132,64 @@ struct TrustEndToEndTests {
             let trust = TrustPolicy(roots: .systemAnd([.file(pki.caCertificate)]), pins: [try CertificatePin(host: "127.0.0.1", [pki.serverPin])])
             let two = await get(nginx, trust, .pooled)
             #expect((try? two.get().version) == .http2, "\(two)")
-            #expect(nginx.accessLog.last?.last == "HTTP/2.0")
+            #expect(nginx.accessLog.last?[7] == "HTTP/2.0")
             let one = await get(nginx, trust, .pooled, versions: .http1Only)
             #expect((try? one.get().version) == .http1_1, "\(one)")
-            #expect(nginx.accessLog.last?.last == "HTTP/1.1")
+            #expect(nginx.accessLog.last?[7] == "HTTP/1.1")
             let wrong = TrustPolicy(roots: .systemAnd([.file(pki.caCertificate)]),
                                     pins: [try CertificatePin(host: "127.0.0.1", ["sha256/" + Data(repeating: 9, count: 32).base64EncodedString()])])
             let before = nginx.accessLog.count
             #expect((await get(nginx, wrong, .pooled)).failureCode == .tls, "an HTTP/2 connection is pinned too")
             #expect(nginx.accessLog.count == before)
             #expect((try? await get(nginx, trust, .interim).get().version) == .http1_1, "the interim-response connection speaks HTTP/1.1")
+        }
+    }
+
+    @Test(.enabled(if: isRunnable, "nginx or openssl is not installed: run scripts/test, which installs them"))
+    func aHundredConcurrentGETsShareOneHTTP2Connection() async throws {
+        try await withNginx(http2: true) { nginx, pki in
+            let engine = NetworkEngine(host: "127.0.0.1", port: nginx.port, configuration: .init {
+                $0.trust = TrustPolicy(roots: .systemAnd([.file(pki.caCertificate)]))
+                $0.dataDirectory = nil
+                $0.reachability = ManualReachability(.reachable(via: .wired))   // no system monitor held across the suite
+            }, queue: NetworkQueue(maximumConcurrentOperations: 6))
+            // One request first: the pool learns the server speaks HTTP/2 (before that, concurrent requests
+            // could each start a connection while the first handshake is under way).
+            _ = try await engine.operation(path: "/hello.txt").response()
+            // Distinct URLs: no coalescing; the queue runs 6 at a time, as 6 streams of one connection.
+            let operations = (0..<100).map { engine.operation(url: "https://127.0.0.1:\(nginx.port)/hello.txt?n=\($0)") }
+            for operation in operations { engine.enqueue(operation) }
+            var versions: [NetworkResponse.ProtocolVersion?] = []
+            for operation in operations { versions.append(try? await operation.response().version) }
+            #expect(versions.allSatisfy { $0 == .http2 }, "\(Set(versions.map { "\(String(describing: $0))" }))")
+            let lines = nginx.accessLog.filter { $0.count > 8 && $0[1].hasPrefix("/hello.txt?n=") }
+            #expect(lines.count == 100)
+            #expect(Set(lines.map { $0[8] }).count == 1, "one connection carried them all: \(Set(lines.map { $0[8] }))")
+        }
+    }
+
+    @Test(.enabled(if: isRunnable, "nginx or openssl is not installed: run scripts/test, which installs them"))
+    func downloadsToFilesHonourThePinsToo() async throws {
+        try await withNginx { nginx, pki in
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-pinned-download-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            func engine(_ pin: String) throws -> NetworkEngine {
+                NetworkEngine(host: "127.0.0.1", port: nginx.port, configuration: try .init {
+                    $0.trust = TrustPolicy(roots: .systemAnd([.file(pki.caCertificate)]), pins: [try CertificatePin(host: "127.0.0.1", [pin])])
+                    $0.dataDirectory = nil
+                $0.reachability = ManualReachability(.reachable(via: .wired))   // no system monitor held across the suite
+                }, queue: NetworkQueue())
+            }
+            let refusedFile = folder.appendingPathComponent("refused.txt")
+            let wrong = try engine("sha256/" + Data(repeating: 5, count: 32).base64EncodedString())
+            let refused = await failure(of: wrong.operation(path: "/hello.txt").download(to: refusedFile, resumable: true))
+            #expect(refused?.code == .tls, "\(String(describing: refused))")
+            #expect(!FileManager.default.fileExists(atPath: refusedFile.path))
+            let savedFile = folder.appendingPathComponent("saved.txt")
+            let right = try engine(pki.serverPin)
+            _ = try await right.operation(path: "/hello.txt").download(to: savedFile).response()
+            #expect(try Data(contentsOf: savedFile) == Data("hello over TLS\n".utf8))
         }
     }
 }

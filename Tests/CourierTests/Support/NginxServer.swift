@@ -9,7 +9,7 @@ import Darwin
 /// An nginx of its own for an interop test: a configuration, document root, logs, pid and temporary
 /// folders in a fresh temporary folder, listening on a free 127.0.0.1 port, in the foreground
 /// (`daemon off; master_process off;`), stopped by ``stop()``. Its access log has one line per request:
-/// `METHOD|URI|STATUS|Range|If-Range|BODY-BYTES|ETag|PROTOCOL`.
+/// `METHOD|URI|STATUS|Range|If-Range|BODY-BYTES|ETag|PROTOCOL|CONNECTION` (nginx's connection serial number).
 ///
 /// `scripts/test` installs nginx when it is missing (and sets `COURIER_REQUIRE_INTEROP=1`, which turns a
 /// missing nginx into a failure instead of a skip).
@@ -121,7 +121,7 @@ final class NginxServer {
         error_log \(folder)/logs/error.log warn;
         events { worker_connections 64; }
         http {
-            log_format ranges escape=none '$request_method|$request_uri|$status|$http_range|$http_if_range|$body_bytes_sent|$sent_http_etag|$server_protocol';
+            log_format ranges escape=none '$request_method|$request_uri|$status|$http_range|$http_if_range|$body_bytes_sent|$sent_http_etag|$server_protocol|$connection';
             access_log \(folder)/logs/access.log ranges;
             client_body_temp_path \(folder)/temp/body;
             proxy_temp_path \(folder)/temp/proxy;

@@ -21,7 +21,12 @@ struct TestPKI {
         ["/usr/bin/openssl", "/usr/local/bin/openssl", "/opt/homebrew/bin/openssl"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    static func make() throws -> TestPKI {
+    /// Makes one, running openssl off the cooperative pool (a test never blocks one of its two threads).
+    static func make() async throws -> TestPKI {
+        try await offThePool { try makeNow() }
+    }
+
+    private static func makeNow() throws -> TestPKI {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-pki-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         func run(_ script: String) throws -> String {

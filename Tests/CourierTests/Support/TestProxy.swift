@@ -9,7 +9,9 @@ import Darwin
 /// `CONNECT` tunnels (optionally demanding Basic credentials, 407 otherwise) or a SOCKS5 proxy without
 /// authentication. Each request it is asked to relay is a line of ``log``: `CONNECT host:port <Proxy-Authorization>`
 /// or `SOCKS host:port`.
-final class TestProxy {
+// @unchecked: every stored property is a `let`; `process` (not Sendable in corelibs Foundation) is only
+// used by `stop()`, to kill the child and wait for it, once, by the test that started it.
+final class TestProxy: @unchecked Sendable {
     enum Kind { case http(credentials: String?), socks5 }
 
     let port: Int
@@ -27,7 +29,12 @@ final class TestProxy {
         ((try? String(contentsOf: logFile, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
-    static func start(_ kind: Kind) throws -> TestProxy {
+    /// Starts one, waiting for its port off the cooperative pool.
+    static func start(_ kind: Kind) async throws -> TestProxy {
+        try await offThePool { try startNow(kind) }
+    }
+
+    private static func startNow(_ kind: Kind) throws -> TestProxy {
         let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("courier-proxy-\(UUID().uuidString).log")
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let process = Process()
