@@ -40,4 +40,24 @@ struct DestinationLockStateMachineTests {
         #expect(machine.release(first.ticket).isEmpty)
         #expect(machine.release(cancelled.ticket).isEmpty, "releasing twice changes nothing")
     }
+
+    /// An explicit cancel's removal of the resume data: right behind the operation's own writer, never
+    /// behind (or before) another download's.
+    @Test func aRemovalQueuesBehindItsOwnWriterOnly() {
+        var machine = DestinationLockStateMachine()
+        let own = machine.reserve(["/a", "/b"])
+        let removal = machine.reserveIfFree(["/a", "/b"], after: own.ticket)
+        #expect(removal != nil && !machine.holds(removal!), "waits for its own writer to close the files")
+        #expect(machine.reserveIfFree(["/a"], after: nil) == nil, "taken")
+        #expect(machine.release(own.ticket) == [removal!])
+        #expect(machine.release(removal!).isEmpty)
+
+        let first = machine.reserve(["/a"])
+        let second = machine.reserve(["/a"])
+        #expect(machine.reserveIfFree(["/a"], after: second.ticket) == nil, "another download holds the file: its outcome decides")
+        #expect(machine.reserveIfFree(["/a"], after: first.ticket) == nil, "another download waits for it: removing would run before or after it")
+        _ = machine.release(first.ticket)
+        _ = machine.release(second.ticket)
+        #expect(machine.reserveIfFree(["/a"], after: 999) != nil, "free: a writer that already let go is no obstacle")
+    }
 }

@@ -224,17 +224,86 @@ struct TransferLockTests {
             let operation = engine.operation(url: Self.url).download(to: file, resumable: true)
             let outcome = Task { await failure(of: operation) }
             // The first attempt kept its bytes and record; the retry waits out its backoff, holding nothing.
-            // 60 s here and below: in the full suite the partial file's lock was released (and files removed) only
-            // ~10 s after the event (at once when run alone): file work waits for NIO's 2-thread pool. See the note.
-            #expect(await eventually(timeout: .seconds(60)) {
+            #expect(await eventually {
                 FileManager.default.fileExists(atPath: store.recordURL.path) && !Self.isHeld(store) && transport.requests.count == 1
             }, "record \(FileManager.default.fileExists(atPath: store.recordURL.path)), held \(Self.isHeld(store)), requests \(transport.requests.count), \(operation.state)")
             operation.cancel()
             #expect(await outcome.value?.code == .cancelled)
-            #expect(await eventually(timeout: .seconds(60)) {
+            #expect(await eventually {
                 !FileManager.default.fileExists(atPath: store.partialURL.path) && !FileManager.default.fileExists(atPath: store.recordURL.path)
             }, "cancel() gives up the resume data: \((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])")
             #expect(transport.requests.count == 1)
+        }
+    }
+
+    /// The window the test above leaves to chance: the attempt has kept its partial file (a lost
+    /// connection) and let go of it, and `cancel()` comes before the queue hears of the failure. No flight
+    /// holds the files then; the cancel removes them itself.
+    @Test func cancelRightAfterAnAttemptKeptItsPartialDiscardsIt() async throws {
+        try await TransferTestSupport.withTemporaryDirectory { (folder: URL) async throws in
+            let file = folder.appendingPathComponent("big.iso")
+            let store = ResumeRecordStore(destination: file)
+            let transport = FakeTransport { _ in
+                FakeTransport.reply(status: 200, headers: [.eTag: "\"v1\"", .contentLength: "1000"], data: Data(Self.body.prefix(500)), parts: 2,
+                                    failure: NetworkError(.connectionLost, "dropped"))
+            }
+            let target = Recorder<NetworkOperation>()
+            // Logged by the flight's task right after its attempt returned, before the retry machinery runs.
+            let recorder = LogRecorder { record in
+                if record.message == "courier request failed" { target.all.first?.cancel() }
+            }
+            let engine = NetworkEngine.fake(transport) {
+                $0.logger = recorder.logger(level: .debug)
+                $0.interceptors = [RetryPolicy(maximumAttempts: 3, backoff: RetryBackoff(base: .zero, maximum: .zero))]
+            }
+            let operation = engine.operation(url: Self.url).download(to: file, resumable: true)
+            target.append(operation)
+            #expect(await failure(of: operation)?.code == .cancelled)
+            #expect(await eventually {
+                !FileManager.default.fileExists(atPath: store.partialURL.path) && !FileManager.default.fileExists(atPath: store.recordURL.path)
+            }, "cancel() gives up the resume data: \((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])")
+            #expect(transport.requests.count == 1, "the retry never starts")
+        }
+    }
+
+    /// A retry that waits for a slot (the queue's only one is busy) holds no files and has no task: a
+    /// cancel meanwhile removes the resume data its first attempt kept.
+    @Test func cancelWhileARetryWaitsForASlotDiscardsTheResumeData() async throws {
+        try await TransferTestSupport.withTemporaryDirectory { (folder: URL) async throws in
+            let file = folder.appendingPathComponent("big.iso")
+            let store = ResumeRecordStore(destination: file)
+            let busy = NIOLockedValueBox(true)
+            let transport = FakeTransport { request in
+                if request.url.path.hasSuffix("/busy") {
+                    while busy.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
+                    return FakeTransport.reply()
+                }
+                return FakeTransport.reply(status: 200, headers: [.eTag: "\"v1\"", .contentLength: "1000"], data: Data(Self.body.prefix(500)), parts: 2,
+                                           failure: NetworkError(.connectionLost, "dropped"))
+            }
+            let deciding = NIOLockedValueBox(false)
+            let decide = NIOLockedValueBox(false)
+            let gate = GatedRetry(deciding: deciding, decide: decide)
+            let engine = NetworkEngine.fake(transport, queue: NetworkQueue(maximumConcurrentOperations: 1)) { $0.interceptors = [gate] }
+            let operation = engine.operation(url: Self.url).download(to: file, resumable: true)
+            let outcome = Task { await failure(of: operation) }
+            #expect(await eventually { deciding.withLockedValue { $0 } })
+            // The download gave up its slot while its interceptors decide: another operation takes it.
+            let other = engine.operation(path: "/busy")
+            let otherOutcome = Task { await failure(of: other) }
+            #expect(await eventually { transport.requests.count == 2 })
+            decide.withLockedValue { $0 = true }
+            #expect(await eventually { operation.state == .executing && gate.decided })
+            try await Task.sleep(for: .milliseconds(50))   // the flight is back in line, behind the busy one
+            #expect(FileManager.default.fileExists(atPath: store.recordURL.path))
+            operation.cancel()
+            #expect(await outcome.value?.code == .cancelled)
+            #expect(await eventually {
+                !FileManager.default.fileExists(atPath: store.partialURL.path) && !FileManager.default.fileExists(atPath: store.recordURL.path)
+            }, "cancel() gives up the resume data: \((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? [])")
+            busy.withLockedValue { $0 = false }
+            #expect(await otherOutcome.value == nil)
+            #expect(transport.requests.count == 2, "the download's retry never started")
         }
     }
 
@@ -264,5 +333,27 @@ struct TransferLockTests {
             #expect(transport.requests.map { $0.headers[.range] } == [nil, "bytes=1000-"], "finished without the bytes again")
             #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["big.iso"])
         }
+    }
+}
+
+/// Retries once, immediately, when the test says so (`decide`), and tells the test it is deciding.
+private struct GatedRetry: RequestInterceptor {
+    let deciding: NIOLockedValueBox<Bool>
+    let decide: NIOLockedValueBox<Bool>
+    private let done = NIOLockedValueBox(false)
+
+    init(deciding: NIOLockedValueBox<Bool>, decide: NIOLockedValueBox<Bool>) {
+        self.deciding = deciding
+        self.decide = decide
+    }
+
+    var decided: Bool { done.withLockedValue { $0 } }
+
+    func retry(_ request: HTTPRequest, after failure: NetworkError, attempt: Int) async -> RetryDecision {
+        guard attempt == 1 else { return .doNotRetry }
+        deciding.withLockedValue { $0 = true }
+        while !decide.withLockedValue({ $0 }) { try? await Task.sleep(for: .milliseconds(5)) }
+        done.withLockedValue { $0 = true }
+        return .retry(after: .zero)
     }
 }

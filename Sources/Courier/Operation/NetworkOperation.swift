@@ -370,17 +370,15 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     }
 
     func cancel(discardingPartialDownload: Bool) {
-        let (action, observers, resumeData, tracked) = storage.withLockedValue { storage in
-            if discardingPartialDownload { storage.transfer.control?.discardPartial() }
-            let hadFlight = storage.machine.state == .executing
+        let (action, observers, resumeData, writer, tracked) = storage.withLockedValue { storage in
+            let writer = discardingPartialDownload ? storage.transfer.control?.discardPartial() : nil
             let action = storage.machine.cancel(url: urlString)
-            // An explicit cancel gives up a resumable download's resume data, even one kept by an earlier run.
-            // A running flight removes it itself, holding its files; an operation without one does it here.
-            let resumeData = discardingPartialDownload && action != .none && !hadFlight && storage.transfer.isResumable
-                ? storage.transfer.files : []
-            return (action, action == .finished ? publishOutcome(&storage) : [], resumeData, storage.isTracked)
+            // An explicit cancel gives up a resumable download's resume data, even one kept by an earlier run,
+            // or by its own flight's last attempt: removed right behind the flight's writer, if any.
+            let resumeData = discardingPartialDownload && action != .none && storage.transfer.isResumable ? storage.transfer.files : []
+            return (action, action == .finished ? publishOutcome(&storage) : [], resumeData, writer, storage.isTracked)
         }
-        if !resumeData.isEmpty { Self.discardResumeData(for: resumeData) }
+        if !resumeData.isEmpty { Self.discardResumeData(for: resumeData, after: writer) }
         switch action {
         case .finished:
             if tracked { context.queue.untrack(id) }

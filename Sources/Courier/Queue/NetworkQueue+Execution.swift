@@ -339,13 +339,8 @@ extension NetworkQueue {
                     return
                 }
             }
+            // Cancelled while waiting to retry: an explicit cancel removed the resume data itself.
             outcome = .failure(.cancelled(url: request.url.absoluteString))
-            // Cancelled while waiting to retry, no flight holds the files: an explicit cancel's decision to
-            // drop a resumable download's resume data is carried out here.
-            let destination = request.destination
-            if destination.isResumable, destination.control?.isDiscarding == true {
-                NetworkOperation.discardResumeData(for: destination.files)
-            }
         }
         let effects = state.withLockedValue { state in
             state.flights[flight] = nil

@@ -30,7 +30,19 @@ struct DestinationLockStateMachine: Sendable {
     /// Reserves `keys` only when nobody holds or waits for any of them.
     /// - Returns: The ticket (which then holds its keys), or `nil`.
     mutating func reserveIfFree(_ keys: Set<String>) -> Ticket? {
-        guard areFree(keys) else { return nil }
+        reserveIfFree(keys, after: nil)
+    }
+
+    /// Reserves `keys` only when nobody but `own` (the caller's own writer, which may still be closing
+    /// its files) holds or waits for any of them: the new ticket then comes right after `own`, before
+    /// any writer that arrives later.
+    /// - Returns: The ticket, or `nil` when another writer holds or waits for one of the keys.
+    mutating func reserveIfFree(_ keys: Set<String>, after own: Ticket?) -> Ticket? {
+        let isFree = keys.allSatisfy { key in
+            guard let line = lines[key] else { return true }
+            return own != nil && line.count == 1 && line.first == own
+        }
+        guard isFree else { return nil }
         return reserve(keys).ticket
     }
 

@@ -45,10 +45,11 @@ final class DestinationLocks: Sendable {
         return state.withLockedValue { $0.machine.areFree(keys) }
     }
 
-    /// Reserves `destinations` only if no download holds or waits for any of them now.
-    func reserveIfFree(_ destinations: [URL]) -> DestinationLockStateMachine.Ticket? {
+    /// Reserves `destinations` only if no download but `own` (the caller's own flight, see
+    /// ``TransferControl/discardPartial()``) holds or waits for any of them now.
+    func reserveIfFree(_ destinations: [URL], after own: DestinationLockStateMachine.Ticket? = nil) -> DestinationLockStateMachine.Ticket? {
         let keys = Set(destinations.map(Self.key(for:)))
-        return state.withLockedValue { $0.machine.reserveIfFree(keys) }
+        return state.withLockedValue { $0.machine.reserveIfFree(keys, after: own) }
     }
 
     /// Waits until `ticket` holds its destinations.
@@ -93,11 +94,17 @@ final class DestinationLocks: Sendable {
     }
 
     /// Runs `body` holding `destinations`, reserved now.
+    /// - Parameter control: The transfer's control, told the ticket while it is reserved (so an explicit
+    ///   cancel can queue the resume data's removal right behind this writer).
     /// - Returns: `body`'s result, or `nil` when the task was cancelled while waiting.
-    func withDestinations<T: Sendable>(_ destinations: [URL], _ body: () async -> T) async -> T? {
+    func withDestinations<T: Sendable>(_ destinations: [URL], noting control: TransferControl? = nil, _ body: () async -> T) async -> T? {
         let ticket = reserve(destinations)
+        control?.writerReserved(ticket)
+        defer {
+            control?.writerReleased(ticket)
+            release(ticket)
+        }
         guard await acquire(ticket) else { return nil }
-        defer { release(ticket) }
         return await body()
     }
 }

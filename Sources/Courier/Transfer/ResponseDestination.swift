@@ -36,12 +36,37 @@ struct ResponseDestination: Sendable {
     var isExclusive: Bool { !files.isEmpty || channel != nil }
 }
 
-/// What an explicit ``NetworkOperation/cancel()`` decided about a running download's partial file.
+/// What an explicit ``NetworkOperation/cancel()`` decided about a download's partial file, and which
+/// reservation of its destinations (``DestinationLocks``) its flight holds or waits for now.
 final class TransferControl: Sendable {
-    private let discarding = NIOLockedValueBox(false)
+    private struct State {
+        var isDiscarding = false
+        var writer: DestinationLockStateMachine.Ticket?
+    }
+
+    private let state = NIOLockedValueBox(State())
 
     /// The partial file is to go (an explicit cancel).
-    func discardPartial() { discarding.withLockedValue { $0 = true } }
+    /// - Returns: The ticket of the flight's attempt that holds or waits for the files now, if any: the
+    ///   removal goes right behind it (a flight may decide to keep its partial just before it hears of
+    ///   the cancel, and a flight between attempts holds nothing).
+    @discardableResult
+    func discardPartial() -> DestinationLockStateMachine.Ticket? {
+        state.withLockedValue { state in
+            state.isDiscarding = true
+            return state.writer
+        }
+    }
 
-    var isDiscarding: Bool { discarding.withLockedValue { $0 } }
+    var isDiscarding: Bool { state.withLockedValue { $0.isDiscarding } }
+
+    /// An attempt of this transfer reserved its destinations.
+    func writerReserved(_ ticket: DestinationLockStateMachine.Ticket) {
+        state.withLockedValue { $0.writer = ticket }
+    }
+
+    /// That attempt let go of them.
+    func writerReleased(_ ticket: DestinationLockStateMachine.Ticket) {
+        state.withLockedValue { if $0.writer == ticket { $0.writer = nil } }
+    }
 }

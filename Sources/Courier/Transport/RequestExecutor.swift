@@ -74,7 +74,7 @@ struct RequestExecutor: Sendable {
     ) async -> Result<NetworkResponse, NetworkError> {
         let destination = request.destination
         guard !destination.files.isEmpty else { return await exchanges(request, deadline: deadline, progress: progress) }
-        let result = await DestinationLocks.shared.withDestinations(destination.files) {
+        let result = await DestinationLocks.shared.withDestinations(destination.files, noting: destination.control) {
             let result = await exchanges(request, deadline: deadline, progress: progress)
             if destination.isResumable, destination.control?.isDiscarding == true, case .failure(let error) = result, error.code == .cancelled {
                 await uncancelled { await ResumeRecordStore.discardResumeData(for: destination.files) }

@@ -10,9 +10,18 @@ final class LogRecorder: Sendable {
     }
 
     private let records = NIOLockedValueBox<[Record]>([])
+    /// Called with each record as it is logged, on the logging thread (a test acting at an exact point).
+    private let onRecord: (@Sendable (Record) -> Void)?
     var all: [Record] { records.withLockedValue { $0 } }
 
-    func append(_ record: Record) { records.withLockedValue { $0.append(record) } }
+    init(onRecord: (@Sendable (Record) -> Void)? = nil) {
+        self.onRecord = onRecord
+    }
+
+    func append(_ record: Record) {
+        records.withLockedValue { $0.append(record) }
+        onRecord?(record)
+    }
 
     /// A logger at `level` that records into this recorder.
     func logger(level: Logger.Level = .trace) -> Logger {
