@@ -135,4 +135,38 @@ struct CacheEntryFactsTests {
             #expect(CacheFreshness.evaluate(entry, now: responseTime).lifetime == 7)
         }
     }
+
+    /// Trust, HTTP versions and proxies live in one shared box: options with equal settings are equal
+    /// (and hash alike) whichever box holds them, and changing one setting changes only that copy.
+    @Test func connectionSettingsCompareByValueAndCopyOnChange() throws {
+        let pinned = TrustPolicy(pins: [try CertificatePin(host: "api.example.com", ["sha256/" + Data(repeating: 1, count: 32).base64EncodedString()])])
+        let a = TransportOptions(trust: pinned)
+        let b = TransportOptions(trust: pinned)
+        #expect(a.connection !== b.connection && a == b && a.hashValue == b.hashValue)
+        #expect(TransportOptions().connection === ConnectionSettings.standard, "an engine that changed nothing shares the standard box")
+        #expect(TransportOptions().connection.isPlain && !a.connection.isPlain)
+        var c = a
+        c.proxy = .all(.http(host: "proxy.local"))
+        #expect(c != a && a.trust == pinned && c.trust == pinned && a.proxy == .none)
+        #expect(!TransportOptions(proxy: .all(.socks5(host: "s"))).connection.isPlain)
+        c.proxy = .none
+        #expect(c == a)
+        var d = a
+        d.httpVersions = .http1Only
+        #expect(d != a && d.hashValue != a.hashValue && a.httpVersions == .automatic)
+    }
+
+    /// A prepared request's settings are shared by its copies; setting one on a copy leaves the others.
+    @Test func preparedRequestSettingsAreCopiedOnWrite() {
+        let original = PreparedRequest(
+            method: .get, url: URL(string: "http://h/x")!, headers: [:], body: nil, options: TransportOptions(),
+            redirects: .follow(), maximumBodySize: 1 << 20, totalTimeout: nil, logger: .courierSilent, isMonitored: true)
+        var copy = original
+        copy.sensitiveNames = ["x-key"]
+        copy.maximumBodySize = 5
+        copy.totalTimeout = .seconds(1)
+        #expect(original.sensitiveNames == SensitiveHeaders.defaultNames && original.maximumBodySize == 1 << 20 && original.totalTimeout == nil)
+        #expect(copy.sensitiveNames == ["x-key"] && copy.maximumBodySize == 5 && copy.totalTimeout == .seconds(1))
+        #expect(copy.isMonitored && original.isMonitored, "the other settings come along")
+    }
 }

@@ -89,19 +89,18 @@ extension NetworkOperation {
     func preparedRequest() -> PreparedRequest {
         storage.withLockedValue { storage in
             if let prepared = storage.prepared { return prepared }
-            var prepared = makePreparedRequest(
-                headers: storage.headers, redirects: storage.redirects, decompression: storage.decompression,
-                timeouts: storage.timeouts ?? context.configuration.timeouts)
-            prepared.cacheCompletion = storage.cache.partial.flatMap(CachePartialContent.Completion.init(for:))
-            prepared.destination = storage.transfer.destination(
+            var destination = storage.transfer.destination(
                 acceptableStatusCodes: context.configuration.acceptableStatusCodes, queueThrottle: context.queue.throttle)
-            prepared.destination.maximumFileSize = context.configuration.maximumDownloadSize
-            prepared.reportsInformational = !storage.handlers.informational.isEmpty
-            prepared.isMonitored = context.monitors != nil
-            prepared.interceptors = InterceptorChain(
+            destination.maximumFileSize = context.configuration.maximumDownloadSize
+            let interceptors = InterceptorChain(
                 interceptors: context.configuration.pipeline(adding: storage.interceptors), isReplay: storage.isReplay,
                 engineOrigin: context.connectivity.origin,
                 freezesWhenOffline: storage.isFreezable && !storage.isReplay && context.connectivity.dataDirectory != nil)
+            var prepared = makePreparedRequest(
+                headers: storage.headers, redirects: storage.redirects, decompression: storage.decompression,
+                timeouts: storage.timeouts ?? context.configuration.timeouts, destination: destination,
+                reportsInformational: !storage.handlers.informational.isEmpty, interceptors: interceptors)
+            prepared.cacheCompletion = storage.cache.partial.flatMap(CachePartialContent.Completion.init(for:))
             storage.prepared = prepared
             return prepared
         }
@@ -120,6 +119,7 @@ extension NetworkOperation {
     func requestForSending() -> PreparedRequest {
         var request = preparedRequest()
         let credentials = currentCredentials()
+        guard !credentials.isEmpty else { return request }
         request.headers = request.headers.replacing(with: credentials)
         request.sensitiveNames = context.sensitiveNames(with: credentials)
         return request
@@ -152,7 +152,8 @@ extension NetworkOperation {
     }
 
     private func makePreparedRequest(
-        headers: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?, timeouts: NetworkEngine.Timeouts
+        headers: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?, timeouts: NetworkEngine.Timeouts,
+        destination: ResponseDestination, reportsInformational: Bool, interceptors: InterceptorChain
     ) -> PreparedRequest {
         let configuration = context.configuration
         return PreparedRequest(
@@ -165,14 +166,16 @@ extension NetworkOperation {
                 connectTimeout: timeouts.connect,
                 readTimeout: timeouts.read,
                 decompression: decompression ?? configuration.decompression,
-                trust: configuration.trust,
-                httpVersions: configuration.httpVersions,
-                proxy: configuration.proxy),
+                connection: context.connection),
             redirects: redirects ?? configuration.redirects,
             maximumBodySize: configuration.maximumResponseBodySize,
             totalTimeout: timeouts.total,
             logger: configuration.logger,
-            sensitiveNames: context.sensitiveNames)
+            sensitiveNames: context.sensitiveNames,
+            reportsInformational: reportsInformational,
+            isMonitored: context.monitors != nil,
+            destination: destination,
+            interceptors: interceptors)
     }
 
     /// The key identical operations share, or `nil` when this one must run alone.

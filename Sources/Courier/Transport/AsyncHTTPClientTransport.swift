@@ -74,7 +74,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             return try await InterimResponseTransport().execute(request)
         }
         let url = request.url.absoluteString
-        let client = try await client(for: key, host: request.url.host ?? "")
+        let client = try await client(for: key, url: request.url)
         var clientRequest = HTTPClientRequest(url: url)
         clientRequest.method = HTTPMethod(rawValue: request.method.rawValue)
         clientRequest.headers.reserveCapacity(request.headers.count)
@@ -125,6 +125,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// The client key for a request; a pinned host is refused over plain http (a pin cannot be checked).
     static func clientKey(for request: TransportRequest) throws(NetworkError) -> ClientKey {
+        // The common case (system trust, no proxy): one client per options, nothing to resolve per host.
+        if request.options.connection.isPlain { return ClientKey(options: request.options) }
         let trust = request.options.trust
         let proxy = request.options.proxy.proxy(for: request.url)
         guard trust != .system, let host = request.url.host else { return ClientKey(options: request.options, proxy: proxy) }
@@ -138,12 +140,13 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
 
     /// The client for `key`, made on first use: its TLS configuration reads certificate files, which
     /// happens on NIO's thread pool, not on the caller's thread.
-    private func client(for key: ClientKey, host: String) async throws(NetworkError) -> HTTPClient {
+    private func client(for key: ClientKey, url: URL) async throws(NetworkError) -> HTTPClient {
         if let client = clients.withLockedValue({ $0[key] }) { return client }
         let tls: TLSConfiguration?
         if key.options.trust == .system {
             tls = nil
         } else {
+            let host = url.host ?? ""
             do {
                 tls = try await NIOThreadPool.singleton.runIfActive { try key.options.trust.tlsConfiguration(for: host) }
             } catch let error as NetworkError {

@@ -112,11 +112,22 @@ public struct TransportOptions: Sendable, Hashable {
     /// Whether and how gzip and deflate bodies are decompressed.
     public var decompression: Decompression
     /// Which servers are trusted over TLS, and the client certificate presented to them.
-    public var trust: TrustPolicy
+    public var trust: TrustPolicy {
+        get { connection.trust }
+        set { connection = .make(trust: newValue, httpVersions: connection.httpVersions, proxy: connection.proxy) }
+    }
     /// Whether HTTP/2 may be negotiated.
-    public var httpVersions: HTTPVersions
+    public var httpVersions: HTTPVersions {
+        get { connection.httpVersions }
+        set { connection = .make(trust: connection.trust, httpVersions: newValue, proxy: connection.proxy) }
+    }
     /// The proxies requests go through.
-    public var proxy: ProxySettings
+    public var proxy: ProxySettings {
+        get { connection.proxy }
+        set { connection = .make(trust: connection.trust, httpVersions: connection.httpVersions, proxy: newValue) }
+    }
+    /// Trust, HTTP versions and proxies, in one shared box (an engine makes it once).
+    var connection: ConnectionSettings
 
     /// Creates options.
     /// - Parameters:
@@ -134,12 +145,17 @@ public struct TransportOptions: Sendable, Hashable {
         httpVersions: HTTPVersions = .automatic,
         proxy: ProxySettings = .none
     ) {
-        self.httpVersions = httpVersions
-        self.proxy = proxy
+        self.init(
+            connectTimeout: connectTimeout, readTimeout: readTimeout, decompression: decompression,
+            connection: .make(trust: trust, httpVersions: httpVersions, proxy: proxy))
+    }
+
+    /// Creates options around connection settings made before (an engine's).
+    init(connectTimeout: Duration, readTimeout: Duration, decompression: Decompression, connection: ConnectionSettings) {
         self.connectTimeout = connectTimeout
         self.readTimeout = readTimeout
         self.decompression = decompression
-        self.trust = trust
+        self.connection = connection
     }
 }
 

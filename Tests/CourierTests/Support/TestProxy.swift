@@ -36,7 +36,7 @@ final class TestProxy: @unchecked Sendable {
 
     private static func startNow(_ kind: Kind) throws -> TestProxy {
         let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("courier-proxy-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let mode: String, credentials: String
