@@ -6,6 +6,8 @@ final class ConnectionRegistry: Sendable {
     private struct State: Sendable {
         var isShuttingDown = false
         var channels: [ObjectIdentifier: any Channel] = [:]
+        var accepted = 0
+        var maxOpen = 0
     }
 
     /// Guarded by a pthread-based lock (understood by the thread sanitizer).
@@ -18,6 +20,9 @@ final class ConnectionRegistry: Sendable {
     /// closed by the server, not by the client.
     var isShuttingDown: Bool { state.withLockedValue { $0.isShuttingDown } }
 
+    /// How many connections were accepted, how many are open, and the most open at once.
+    var counts: (accepted: Int, open: Int, maxOpen: Int) { state.withLockedValue { ($0.accepted, $0.channels.count, $0.maxOpen) } }
+
     /// Registers a freshly accepted connection and removes it again once it closes.
     /// If the server is already shutting down the connection is closed immediately.
     func register(_ channel: any Channel) {
@@ -25,6 +30,8 @@ final class ConnectionRegistry: Sendable {
         let accepted = state.withLockedValue { state in
             guard !state.isShuttingDown else { return false }
             state.channels[key] = channel
+            state.accepted += 1
+            state.maxOpen = max(state.maxOpen, state.channels.count)
             return true
         }
         guard accepted else {

@@ -3,6 +3,16 @@ extension TestServer {
     /// Number of requests whose head was received since start or the last ``resetStatistics()``.
     public var requestCount: Int { statistics.requestCount }
 
+    /// How many connections the server accepted since it started (a client's pool reusing one connection
+    /// makes one).
+    public var acceptedConnectionCount: Int { connections.counts.accepted }
+
+    /// How many client connections are open now.
+    public var openConnectionCount: Int { connections.counts.open }
+
+    /// The most connections open at once since the server started.
+    public var maxOpenConnections: Int { connections.counts.maxOpen }
+
     /// Number of requests for exactly `path` (without query) since start or the last reset.
     ///
     /// - Parameter path: The request path, e.g. `"/get"`.

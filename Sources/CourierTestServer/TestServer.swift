@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 
 /// An in-process HTTP/1.1 server for tests, demos and benchmarks.
 ///
@@ -22,9 +23,10 @@ public final class TestServer: Sendable {
     private let channel: any Channel
     private let host: String
     private let boundPort: Int
+    private let isSecure: Bool
     let statistics: ServerStatistics
     let files: ServedFiles
-    private let connections: ConnectionRegistry
+    let connections: ConnectionRegistry
 
     private init(
         channel: any Channel,
@@ -32,8 +34,10 @@ public final class TestServer: Sendable {
         port: Int,
         statistics: ServerStatistics,
         files: ServedFiles,
-        connections: ConnectionRegistry
+        connections: ConnectionRegistry,
+        isSecure: Bool
     ) {
+        self.isSecure = isSecure
         self.files = files
         self.channel = channel
         self.host = host
@@ -47,12 +51,14 @@ public final class TestServer: Sendable {
     /// - Parameters:
     ///   - host: The address to bind, `"127.0.0.1"` by default.
     ///   - port: The TCP port; `0` (the default) picks a free ephemeral port, see ``port``.
+    ///   - tls: A certificate and key to speak https with (HTTP/1.1); plain http when `nil`.
     /// - Returns: The running server.
     /// - Throws: When the port is outside `0...65535` or binding fails.
-    public static func start(host: String = "127.0.0.1", port: Int = 0) async throws -> TestServer {
+    public static func start(host: String = "127.0.0.1", port: Int = 0, tls: TLSIdentity? = nil) async throws -> TestServer {
         guard (0...65_535).contains(port) else {
             throw TestServerError.invalidPort(port)
         }
+        let sslContext = try tls.map { try $0.makeContext() }
         let statistics = ServerStatistics()
         let files = ServedFiles()
         let connections = ConnectionRegistry()
@@ -64,6 +70,7 @@ public final class TestServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     connections.register(channel)
                     let pipeline = channel.pipeline.syncOperations
+                    if let sslContext { try pipeline.addHandler(NIOSSLServerHandler(context: sslContext)) }
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
                     try pipeline.addHandler(TestServerHandler(statistics: statistics, files: files, connections: connections))
                 }
@@ -80,17 +87,19 @@ public final class TestServer: Sendable {
             port: boundPort,
             statistics: statistics,
             files: files,
-            connections: connections
+            connections: connections,
+            isSecure: sslContext != nil
         )
     }
 
     /// The TCP port the server is listening on (the actual port when started with port 0).
     public var port: Int { boundPort }
 
-    /// The server's base URL without a trailing slash, e.g. `"http://127.0.0.1:54321"`.
+    /// The server's base URL without a trailing slash, e.g. `"http://127.0.0.1:54321"` (`https` when
+    /// started with a TLS identity).
     public var baseURL: String {
         let hostPart = host.contains(":") ? "[\(host)]" : host
-        return "http://\(hostPart):\(boundPort)"
+        return "\(isSecure ? "https" : "http")://\(hostPart):\(boundPort)"
     }
 
     /// Returns ``baseURL`` followed by `pathAndQuery`, e.g. `url("/get?a=1")`.

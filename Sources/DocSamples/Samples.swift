@@ -539,6 +539,15 @@ func sample_TrustAndProxies_5() async throws {
     _ = fromEnvironment
 }
 
+// Sources/Courier/Courier.docc/TrustAndProxies.md, sample 6
+func sample_TrustAndProxies_6() async throws {
+    let gentle = NetworkEngine(host: "legacy.example.com", configuration: .init {
+        // One server that cannot take more than two connections; close idle ones after 15 s.
+        $0.connectionPool = ConnectionPoolSettings(maximumConnectionsPerHost: 2, idleTimeout: .seconds(15))
+    })
+    _ = gentle
+}
+
 // Sources/CourierImages/CourierImages.docc/Images.md, sample 1
 func sample_Images_1() async throws {
 

@@ -9,7 +9,7 @@ import Synchronization
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Start a local server and show the shared queue at work: limits, priorities, coalescing, cancellation, progress, errors, freezing, the cache, files.")
+        abstract: "Start a local server and show the shared queue at work: limits, priorities, coalescing, cancellation, progress, errors, freezing, the cache, files, interceptors, images, trust.")
 
     func run() async throws {
         try await Demo().run()
@@ -35,6 +35,7 @@ struct Demo {
             try await files(engine, server)
             try await pipeline(server)
             try await images(server)
+            try await trust()
         } catch {
             try? await server.shutdown()
             throw error

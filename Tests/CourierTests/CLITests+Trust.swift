@@ -7,64 +7,50 @@ import Testing
 extension CLITests {
     @Test(.enabled(if: TrustEndToEndTests.isRunnable, "nginx or openssl is not installed: run scripts/test, which installs them"))
     func trustOptionsSpelledAsCurlSpellsThem() async throws {
-        guard NginxServer.isAvailable, TestPKI.openssl != nil else {
-            Issue.record("COURIER_REQUIRE_INTEROP=1 but nginx or openssl is missing")
-            return
+        try await NginxServer.withTLS(http2: true, serving: "hello over TLS\n") { nginx, pki in
+            let url = "https://127.0.0.1:\(nginx.port)/hello.txt"
+
+            let untrusted = try await courier("get", url)
+            #expect(untrusted.status == 1 && untrusted.stderr.hasPrefix("courier: error: tls"), "\(untrusted.stderr)")
+            let trusted = try await courier("get", "-i", "--cacert", pki.caCertificate, url)
+            #expect(trusted.status == 0, "\(trusted.stderr)")
+            #expect(trusted.stdout.hasPrefix("HTTP/2 200"), "the negotiated version on the status line: \(trusted.stdout)")
+            #expect(trusted.stdout.hasSuffix("hello over TLS\n"))
+            let one = try await courier("get", "-i", "--http1.1", "--cacert", pki.caCertificate, url)
+            #expect(one.stdout.hasPrefix("HTTP/1.1 200"), "\(one.stdout)")
+
+            let pinned = try await courier("get", "--cacert", pki.caCertificate, "--pin", pki.serverPin, url)
+            #expect(pinned.status == 0, "\(pinned.stderr)")
+            let wrong = "sha256/" + Data(repeating: 3, count: 32).base64EncodedString()
+            let refused = try await courier("get", "--cacert", pki.caCertificate, "--pin", wrong, url)
+            #expect(refused.status == 1 && refused.stderr.contains("certificate pinning failed for 127.0.0.1"), "\(refused.stderr)")
+            #expect(refused.stderr.contains(pki.serverPin) && refused.stderr.contains(wrong))
+            let backup = try await courier("get", "--cacert", pki.caCertificate, "--pin", wrong, "--pin", pki.serverPin, url)
+            #expect(backup.status == 0, "\(backup.stderr)")
+            let malformed = try await courier("get", "--pin", "md5/abc", url)
+            #expect(malformed.status == 2 && malformed.stderr.contains("--pin"), "\(malformed.stderr)")
+
+            let insecure = try await courier("get", "-k", url)
+            #expect(insecure.status == 0, "\(insecure.stderr)")
+            #expect(insecure.stderr.contains("warning: --insecure: the certificate of 127.0.0.1 is not verified"), "\(insecure.stderr)")
+            #expect(try await courier("get", "--key", pki.clientKey, url).status == 2, "--key without --cert")
+            #expect(try await courier("get", "--cert", pki.clientCertificate, url).status == 2, "a PEM --cert without --key")
         }
-        let pki = try await TestPKI.make()
-        defer { pki.remove() }
-        let nginx = try await NginxServer.start(tls: .init(certificate: pki.serverCertificate, key: pki.serverKey, http2: true))
-        defer { nginx.stop() }
-        try Data("hello over TLS\n".utf8).write(to: nginx.root.appendingPathComponent("hello.txt"))
-        let url = "https://127.0.0.1:\(nginx.port)/hello.txt"
-
-        let untrusted = try await courier("get", url)
-        #expect(untrusted.status == 1 && untrusted.stderr.hasPrefix("courier: error: tls"), "\(untrusted.stderr)")
-        let trusted = try await courier("get", "-i", "--cacert", pki.caCertificate, url)
-        #expect(trusted.status == 0, "\(trusted.stderr)")
-        #expect(trusted.stdout.hasPrefix("HTTP/2 200"), "the negotiated version on the status line: \(trusted.stdout)")
-        #expect(trusted.stdout.hasSuffix("hello over TLS\n"))
-        let one = try await courier("get", "-i", "--http1.1", "--cacert", pki.caCertificate, url)
-        #expect(one.stdout.hasPrefix("HTTP/1.1 200"), "\(one.stdout)")
-
-        let pinned = try await courier("get", "--cacert", pki.caCertificate, "--pin", pki.serverPin, url)
-        #expect(pinned.status == 0, "\(pinned.stderr)")
-        let wrong = "sha256/" + Data(repeating: 3, count: 32).base64EncodedString()
-        let refused = try await courier("get", "--cacert", pki.caCertificate, "--pin", wrong, url)
-        #expect(refused.status == 1 && refused.stderr.contains("certificate pinning failed for 127.0.0.1"), "\(refused.stderr)")
-        #expect(refused.stderr.contains(pki.serverPin) && refused.stderr.contains(wrong))
-        let backup = try await courier("get", "--cacert", pki.caCertificate, "--pin", wrong, "--pin", pki.serverPin, url)
-        #expect(backup.status == 0, "\(backup.stderr)")
-        let malformed = try await courier("get", "--pin", "md5/abc", url)
-        #expect(malformed.status == 2 && malformed.stderr.contains("--pin"), "\(malformed.stderr)")
-
-        let insecure = try await courier("get", "-k", url)
-        #expect(insecure.status == 0, "\(insecure.stderr)")
-        #expect(insecure.stderr.contains("warning: --insecure: the certificate of 127.0.0.1 is not verified"), "\(insecure.stderr)")
-        #expect(try await courier("get", "--key", pki.clientKey, url).status == 2, "--key without --cert")
-        #expect(try await courier("get", "--cert", pki.clientCertificate, url).status == 2, "a PEM --cert without --key")
     }
 
     @Test(.enabled(if: TrustEndToEndTests.isRunnable, "nginx or openssl is not installed: run scripts/test, which installs them"))
     func aClientCertificateFromTheCommandLine() async throws {
-        guard NginxServer.isAvailable, TestPKI.openssl != nil else {
-            Issue.record("COURIER_REQUIRE_INTEROP=1 but nginx or openssl is missing")
-            return
+        try await NginxServer.withTLS(clientCA: true, serving: "hello, client\n") { nginx, pki in
+            let url = "https://127.0.0.1:\(nginx.port)/hello.txt"
+            #expect(try await courier("get", "--cacert", pki.caCertificate, url).status == 4, "nginx answers 400 without one")
+            let pem = try await courier("get", "--cacert", pki.caCertificate, "--cert", pki.clientCertificate, "--key", pki.clientKey, url)
+            #expect(pem.status == 0 && pem.stdout == "hello, client\n", "\(pem.stderr)")
+            let bundle = try await courier("get", "--cacert", pki.caCertificate, "--cert", pki.clientBundle, "--pass", TestPKI.bundlePassphrase, url)
+            #expect(bundle.status == 0 && bundle.stdout == "hello, client\n", "\(bundle.stderr)")
+            let badPass = try await courier("get", "--cacert", pki.caCertificate, "--cert", pki.clientBundle, "--pass", "not-the-passphrase", url)
+            #expect(badPass.status == 1 && badPass.stderr.contains("invalidConfiguration"), "\(badPass.stderr)")
+            #expect(!badPass.stderr.contains("not-the-passphrase"), "the passphrase is never printed")
         }
-        let pki = try await TestPKI.make()
-        defer { pki.remove() }
-        let nginx = try await NginxServer.start(tls: .init(certificate: pki.serverCertificate, key: pki.serverKey, clientCA: pki.caCertificate))
-        defer { nginx.stop() }
-        try Data("hello, client\n".utf8).write(to: nginx.root.appendingPathComponent("hello.txt"))
-        let url = "https://127.0.0.1:\(nginx.port)/hello.txt"
-        #expect(try await courier("get", "--cacert", pki.caCertificate, url).status == 4, "nginx answers 400 without one")
-        let pem = try await courier("get", "--cacert", pki.caCertificate, "--cert", pki.clientCertificate, "--key", pki.clientKey, url)
-        #expect(pem.status == 0 && pem.stdout == "hello, client\n", "\(pem.stderr)")
-        let bundle = try await courier("get", "--cacert", pki.caCertificate, "--cert", pki.clientBundle, "--pass", TestPKI.bundlePassphrase, url)
-        #expect(bundle.status == 0 && bundle.stdout == "hello, client\n", "\(bundle.stderr)")
-        let badPass = try await courier("get", "--cacert", pki.caCertificate, "--cert", pki.clientBundle, "--pass", "not-the-passphrase", url)
-        #expect(badPass.status == 1 && badPass.stderr.contains("invalidConfiguration"), "\(badPass.stderr)")
-        #expect(!badPass.stderr.contains("not-the-passphrase"), "the passphrase is never printed")
     }
 }
 

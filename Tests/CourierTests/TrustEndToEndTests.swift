@@ -14,17 +14,7 @@ struct TrustEndToEndTests {
 
     /// Runs `body` against nginx serving `hello.txt` over TLS with the test PKI's server certificate.
     func withNginx(clientCA: Bool = false, http2: Bool = false, _ body: (NginxServer, TestPKI) async throws -> Void) async throws {
-        guard NginxServer.isAvailable, TestPKI.openssl != nil else {
-            Issue.record("COURIER_REQUIRE_INTEROP=1 but nginx or openssl is missing")
-            return
-        }
-        let pki = try await TestPKI.make()
-        defer { pki.remove() }
-        let nginx = try await NginxServer.start(tls: .init(
-            certificate: pki.serverCertificate, key: pki.serverKey, clientCA: clientCA ? pki.caCertificate : nil, http2: http2))
-        defer { nginx.stop() }
-        try Data("hello over TLS\n".utf8).write(to: nginx.root.appendingPathComponent("hello.txt"))
-        try await body(nginx, pki)
+        try await NginxServer.withTLS(clientCA: clientCA, http2: http2, serving: "hello over TLS\n", body)
     }
 
     func get(

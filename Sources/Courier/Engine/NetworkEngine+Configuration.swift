@@ -32,6 +32,10 @@ extension NetworkEngine {
         /// the hosts reached directly; none by default. ``ProxySettings/fromEnvironment(_:)`` reads
         /// `https_proxy`, `NO_PROXY` and the rest, as curl does.
         public var proxy = ProxySettings.none
+        /// How the connections to the engine's hosts are pooled: the most open to one host at once, and
+        /// how long an unused one stays open (60 s). Engines with equal connection settings share one pool
+        /// (see ``ConnectionPoolSettings``); the queue's width still limits how many requests run.
+        public var connectionPool = ConnectionPoolSettings.standard
         /// Status codes that count as success; others fail with ``NetworkError/Code/unacceptableStatus``. 200..<300 by default.
         public var acceptableStatusCodes = Set(200..<300)
         /// Media types (`type/subtype`, or `type/*`) a non-empty body may have; `nil` (the default) accepts any.

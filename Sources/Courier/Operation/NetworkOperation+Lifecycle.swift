@@ -244,6 +244,12 @@ extension NetworkOperation {
     /// A freezable operation whose request got no answer goes to the outbox instead.
     /// - Parameter sent: The request the flight sent (with the credentials it carried), if it went out.
     func queueDidFinish(_ result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil) {
+        queueDidSettle(result, sent: sent).deliver()
+    }
+
+    /// ``queueDidFinish(_:sent:)`` in two steps: the outcome is set now, and told when the returned
+    /// settlement is delivered.
+    func queueDidSettle(_ result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil) -> PendingOutcome {
         if let sent {
             // The interceptors' credentials are not in the request the cache sees: their declarations
             // stand for them in its partition, and a request that carried others is not stored.
@@ -264,7 +270,7 @@ extension NetworkOperation {
         case .failure(let error):
             if shouldFreeze(after: error) {
                 freeze(after: error)
-                return
+                return PendingOutcome(operation: nil)
             }
         case .success(let response):
             if !isReplay { context.connectivity.hostAnswered() }
@@ -272,10 +278,10 @@ extension NetworkOperation {
                 freeze(after: NetworkError(
                     .unacceptableStatus, "the server answered \(response.statusCode) \(response.status.reasonPhrase)",
                     url: urlString, response: response), retryAfter: OutboxReplayer.retryAfter(response))
-                return
+                return PendingOutcome(operation: nil)
             }
         }
-        finish(applyCache(to: result).flatMap(validate))
+        return settle(applyCache(to: result).flatMap(validate))
     }
 
     /// A stored response delivered ahead of the network's answer: completion handlers hear it and stay
@@ -308,95 +314,6 @@ extension NetworkOperation {
         case .hold?: context.connectivity.hold(self)
         case nil: finish(.failure(.cancelled(url: urlString)))
         }
-    }
-
-    // MARK: Outcome
-
-    typealias Observer = @Sendable (Result<NetworkResponse, NetworkError>) -> Void
-
-    /// Calls `observer` once with the outcome: now, if the operation already finished.
-    func whenFinished(_ observer: @escaping Observer) {
-        let outcome: Result<NetworkResponse, NetworkError>? = storage.withLockedValue { storage in
-            if let outcome = storage.machine.outcome { return outcome }
-            storage.observers.append(observer)
-            return nil
-        }
-        if let outcome { observer(outcome) }
-    }
-
-    func finish(_ result: Result<NetworkResponse, NetworkError>) {
-        let (observers, tracked) = storage.withLockedValue { storage in
-            storage.machine.finish(result) ? (publishOutcome(&storage), storage.isTracked) : ([], false)
-        }
-        if tracked { context.queue.untrack(id) }
-        notify(observers)
-    }
-
-    /// Marks the operation as remembered by its queue (``NetworkQueue/track(_:)``), which it then
-    /// leaves when it finishes. Under the same lock as its outcome, so exactly one side forgets it.
-    /// - Returns: `false` when it already finished (the queue forgets it at once).
-    func markTracked() -> Bool {
-        storage.withLockedValue { storage in
-            storage.isTracked = true
-            return storage.machine.outcome == nil
-        }
-    }
-
-    /// Dispatches the outcome to handlers and streams (under the lock, for ordering), clears every
-    /// handler, and returns the internal observers to call once the lock is released.
-    func publishOutcome(_ storage: inout Storage) -> [Observer] {
-        guard let outcome = storage.machine.outcome else { return [] }
-        // A body stream ends with the operation, however it ended (a flight that never ran included);
-        // after a flight's own ending this changes nothing.
-        if let channel = storage.transfer.channel {
-            switch outcome {
-            case .success: channel.finish(nil)
-            case .failure(let error): channel.finish(error)
-            }
-        }
-        let handlers = storage.handlers
-        let queue = context.configuration.callbackQueue
-        switch outcome {
-        case .success(let response):
-            if !handlers.completion.isEmpty || !handlers.stateChange.isEmpty {
-                queue.async {
-                    for handler in handlers.stateChange { handler(.finished) }
-                    for handler in handlers.completion { handler(response) }
-                }
-            }
-        case .failure(let error):
-            if !handlers.error.isEmpty || !handlers.stateChange.isEmpty {
-                queue.async {
-                    for handler in handlers.stateChange { handler(.finished) }
-                    for handler in handlers.error { handler(error) }
-                }
-            }
-        }
-        monitorFinish(outcome, in: &storage)
-        let event: Event = switch outcome {
-        case .success(let response): .response(response)
-        case .failure(let error): .failure(error)
-        }
-        for stream in storage.streams.values {
-            stream.yield(event)
-            stream.finish()
-        }
-        storage.streams = [:]
-        storage.handlers = Handlers()
-        storage.dependencies = []
-        defer { storage.observers = [] }
-        return storage.observers
-    }
-
-    func notify(_ observers: [Observer]) {
-        guard !observers.isEmpty, let outcome = storage.withLockedValue({ $0.machine.outcome }) else { return }
-        for observer in observers { observer(outcome) }
-    }
-
-    func dispatchStateChange(_ state: State, in storage: Storage) {
-        let handlers = storage.handlers.stateChange
-        guard !handlers.isEmpty else { return }
-        context.configuration.callbackQueue.async { for handler in handlers { handler(state) } }
     }
 
     /// Applies the engine's acceptable status codes and content types.

@@ -17,7 +17,7 @@ final class OperationContext: Sendable {
     /// Who runs this engine's flights, part of every coalescing key: fixed for the engine, so computed
     /// once (finding whether the transport is an object takes a dynamic cast).
     let runner: CoalescingKey.Runner
-    /// The engine's trust, HTTP versions and proxies, boxed once for every request's options.
+    /// The engine's trust, HTTP versions, proxies and pool settings, boxed once for every request's options.
     let connection: ConnectionSettings
 
     init(
@@ -31,7 +31,8 @@ final class OperationContext: Sendable {
         self.connectivity = connectivity
         self.defaultHeaders = defaultHeaders
         self.sensitiveNames = configuration.lowercasedSensitiveNames
-        self.connection = .make(trust: configuration.trust, httpVersions: configuration.httpVersions, proxy: configuration.proxy)
+        self.connection = .make(
+            trust: configuration.trust, httpVersions: configuration.httpVersions, proxy: configuration.proxy, pool: configuration.connectionPool)
         let monitors = monitors ?? EventMonitorHub.make(configuration.eventMonitors)
         self.monitors = monitors
         let transport = executor.transport

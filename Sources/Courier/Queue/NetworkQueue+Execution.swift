@@ -149,14 +149,21 @@ extension NetworkQueue {
             if effects.isObserved { publish(.failed(operation, operation.error ?? .cancelled(url: operation.urlString))) }
         }
         if let result {
-            for operation in effects.deliver {
-                operation.queueDidFinish(results[operation.id] ?? result, sent: sent)
-                if !effects.isObserved { continue }
-                if let response = operation.response {
-                    publish(.finished(operation, response))
-                } else if let error = operation.error {
-                    publish(.failed(operation, error))
+            if effects.isObserved {
+                // Outcomes are set, published, and only then told to their operations: code an outcome wakes
+                // (the next request) cannot start before the queue's observers hear of it, or of it running dry.
+                let settlements = effects.deliver.map { $0.queueDidSettle(results[$0.id] ?? result, sent: sent) }
+                for operation in effects.deliver {
+                    if let response = operation.response {
+                        publish(.finished(operation, response))
+                    } else if let error = operation.error {
+                        publish(.failed(operation, error))
+                    }
                 }
+                if effects.becameEmpty { publish(.queueFinished) }
+                for settlement in settlements { settlement.deliver() }
+            } else {
+                for operation in effects.deliver { operation.queueDidFinish(results[operation.id] ?? result, sent: sent) }
             }
         }
         for handle in effects.cancelFlights { handle.cancel() }
@@ -183,7 +190,7 @@ extension NetworkQueue {
             request.firstAttemptAt = attempt?.since ?? .now
             start(handle, request: request, executor: representative.context.executor, subscribers: subscribers.count)
         }
-        if effects.becameEmpty && effects.isObserved { publish(.queueFinished) }
+        if effects.becameEmpty && effects.isObserved && result == nil { publish(.queueFinished) }
     }
 
     private func start(_ handle: FlightHandle, request: PreparedRequest, executor: RequestExecutor, subscribers: Int) {

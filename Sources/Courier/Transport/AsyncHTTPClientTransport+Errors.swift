@@ -69,7 +69,7 @@ extension AsyncHTTPClientTransport {
                     .tls, "the server answered plain HTTP to a TLS handshake; use isSecure: false or an http:// base URL",
                     url: url, underlying: error)
             }
-            return NetworkError(.tls, "TLS failed: \(error)", url: url, underlying: error)
+            return NetworkError(.tls, tlsFailure(error), url: url, underlying: error)
         }
         if let error = error as? NIOConnectionError {
             return NetworkError(.cannotConnect, connectFailure(error), url: url, underlying: error)
@@ -173,5 +173,28 @@ extension AsyncHTTPClientTransport {
         guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else { return "the server" }
         let port = components.port ?? (components.scheme?.lowercased() == "https" ? 443 : 80)
         return (host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host) + ":\(port)"
+    }
+
+    /// A TLS failure in words: BoringSSL's reason (`CERTIFICATE_VERIFY_FAILED`) and what it means, not the
+    /// library's description (which carries an error number and a source path). The whole error stays in
+    /// `underlying`.
+    static func tlsFailure(_ error: any Error) -> String {
+        let text = String(describing: error)
+        let reason = text.range(of: "OPENSSL_internal:").map { text[$0.upperBound...].prefix { $0.isUppercase || $0.isNumber || $0 == "_" } }
+            .map(String.init)
+        switch reason {
+        case "CERTIFICATE_VERIFY_FAILED"?:
+            return "the server's certificate is not trusted (CERTIFICATE_VERIFY_FAILED): its chain does not lead to one of the "
+                + "engine's roots (TrustPolicy.roots), or it has expired"
+        case let reason? where reason.contains("CERTIFICATE_REQUIRED") || reason.contains("HANDSHAKE_FAILURE"):
+            return "the server refused the TLS handshake (\(reason)): it may require a client certificate (TrustPolicy.clientIdentity)"
+        case let reason? where !reason.isEmpty:
+            return "TLS failed (\(reason))"
+        default:
+            if text.contains("Couldn't find") || text.lowercased().contains("hostname") {
+                return "the server's certificate does not name the host: \(text)"
+            }
+            return "TLS failed: \(text)"
+        }
     }
 }

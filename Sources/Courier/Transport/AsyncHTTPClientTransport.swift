@@ -14,8 +14,9 @@ import NIOConcurrencyHelpers
 /// Most programs use one set of options and so one client. Redirects are never followed here:
 /// Courier follows them above the transport, so it can apply its own policy and keep the chain.
 ///
-/// ``shared`` lives for the whole process. A transport you create yourself must be shut down
-/// with ``shutdown()`` before it is released.
+/// ``shared`` lives for the whole process. A transport you create yourself should be shut down with
+/// ``shutdown()`` when you are done (its requests then end and its connections close before it returns);
+/// one released without it shuts its clients down in the background.
 public final class AsyncHTTPClientTransport: HTTPTransport {
     /// The process-wide transport every engine uses unless given another.
     public static let shared = AsyncHTTPClientTransport()
@@ -49,6 +50,19 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         self.eventLoopGroup = eventLoopGroup
         self.maximumConnectionsPerHost = maximumConnectionsPerHost
     }
+
+    /// A transport released without ``shutdown()`` shuts its clients down itself (in the background:
+    /// requests in flight fail), so dropping one never leaves a pool open nor traps.
+    deinit {
+        let all = clients.withLockedValue { Array($0.values) }
+        for client in all {
+            // The callback form keeps the client alive until its shutdown completes.
+            client.shutdown(queue: .global()) { _ in }
+        }
+    }
+
+    /// How many clients (connection pools) the transport holds: one per distinct connection settings.
+    var clientCount: Int { clients.withLockedValue { $0.count } }
 
     /// Shuts down every client this transport created. Requests in flight fail.
     public func shutdown() async throws {
@@ -167,15 +181,14 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let options = key.options
         var configuration = HTTPClient.Configuration()
         configuration.tlsConfiguration = tls
-        switch key.proxy?.kind {
-        case .http(let credentials)?:
-            configuration.proxy = .server(
-                host: key.proxy!.host, port: key.proxy!.port,
-                authorization: credentials.map { .basic(username: $0.user, password: $0.password) })
-        case .socks5?:
-            configuration.proxy = .socksServer(host: key.proxy!.host, port: key.proxy!.port)
-        case nil:
-            break
+        if let proxy = key.proxy {
+            switch proxy.kind {
+            case .http(let credentials):
+                configuration.proxy = .server(
+                    host: proxy.host, port: proxy.port, authorization: credentials.map { .basic(username: $0.user, password: $0.password) })
+            case .socks5:
+                configuration.proxy = .socksServer(host: proxy.host, port: proxy.port)
+            }
         }
         if let pins = key.pins {
             // Run on each new connection once its handshake (chain and name) succeeded, before the pool
@@ -196,7 +209,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         configuration.redirectConfiguration = .disallow
         configuration.httpVersion = options.httpVersions == .http1Only ? .http1Only : .automatic
         configuration.timeout = .init(connect: TimeAmount(options.connectTimeout), read: TimeAmount(options.readTimeout))
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = maximumConnectionsPerHost
+        let pool = options.connectionPool
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = pool.maximumConnectionsPerHost ?? maximumConnectionsPerHost
+        configuration.connectionPool.idleTimeout = TimeAmount(pool.idleTimeout)
         // A refused connection (or a pin that does not match) fails at once with `.cannotConnect` (`.tls`)
         // instead of retrying until the connect timeout: the caller (and later the outbox) decides.
         configuration.connectionPool.retryConnectionEstablishment = false

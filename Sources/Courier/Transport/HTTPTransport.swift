@@ -114,19 +114,24 @@ public struct TransportOptions: Sendable, Hashable {
     /// Which servers are trusted over TLS, and the client certificate presented to them.
     public var trust: TrustPolicy {
         get { connection.trust }
-        set { connection = .make(trust: newValue, httpVersions: connection.httpVersions, proxy: connection.proxy) }
+        set { connection = connection.with { $0.trust = newValue } }
     }
     /// Whether HTTP/2 may be negotiated.
     public var httpVersions: HTTPVersions {
         get { connection.httpVersions }
-        set { connection = .make(trust: connection.trust, httpVersions: newValue, proxy: connection.proxy) }
+        set { connection = connection.with { $0.httpVersions = newValue } }
     }
     /// The proxies requests go through.
     public var proxy: ProxySettings {
         get { connection.proxy }
-        set { connection = .make(trust: connection.trust, httpVersions: connection.httpVersions, proxy: newValue) }
+        set { connection = connection.with { $0.proxy = newValue } }
     }
-    /// Trust, HTTP versions and proxies, in one shared box (an engine makes it once).
+    /// How connections are pooled: the most per host, and how long an unused one stays open.
+    public var connectionPool: ConnectionPoolSettings {
+        get { connection.pool }
+        set { connection = connection.with { $0.pool = newValue } }
+    }
+    /// Trust, HTTP versions, proxies and pool, in one shared box (an engine makes it once).
     var connection: ConnectionSettings
 
     /// Creates options.
@@ -137,17 +142,19 @@ public struct TransportOptions: Sendable, Hashable {
     ///   - trust: The TLS trust policy; the system's by default.
     ///   - httpVersions: Whether HTTP/2 may be negotiated; ``HTTPVersions/automatic`` by default.
     ///   - proxy: The proxies; none by default.
+    ///   - connectionPool: How connections are pooled; ``ConnectionPoolSettings/standard`` by default.
     public init(
         connectTimeout: Duration = .seconds(10),
         readTimeout: Duration = .seconds(60),
         decompression: Decompression = .enabled(maximumRatio: 100),
         trust: TrustPolicy = .system,
         httpVersions: HTTPVersions = .automatic,
-        proxy: ProxySettings = .none
+        proxy: ProxySettings = .none,
+        connectionPool: ConnectionPoolSettings = .standard
     ) {
         self.init(
             connectTimeout: connectTimeout, readTimeout: readTimeout, decompression: decompression,
-            connection: .make(trust: trust, httpVersions: httpVersions, proxy: proxy))
+            connection: .make(trust: trust, httpVersions: httpVersions, proxy: proxy, pool: connectionPool))
     }
 
     /// Creates options around connection settings made before (an engine's).

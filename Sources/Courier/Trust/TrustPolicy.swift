@@ -116,15 +116,18 @@ public struct TrustPolicy: Sendable, Hashable {
         let bare = CacheHeaderSyntax.asciiLowercased(bare(host))
         if bare.contains(":") {
             var address = in6_addr()
-            guard inet_pton(AF_INET6, bare, &address) == 1 else { return bare }
-            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-            guard inet_ntop(AF_INET6, &address, &text, socklen_t(text.count)) != nil else { return bare }
-            return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return canonicalAddress(bare, family: AF_INET6, into: &address, length: Int(INET6_ADDRSTRLEN)) ?? bare
         }
         var address = in_addr()
-        guard inet_pton(AF_INET, bare, &address) == 1 else { return bare }
-        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-        guard inet_ntop(AF_INET, &address, &text, socklen_t(text.count)) != nil else { return bare }
-        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return canonicalAddress(bare, family: AF_INET, into: &address, length: Int(INET_ADDRSTRLEN)) ?? bare
+    }
+
+    /// `text` parsed as an address of `family` into `address` and printed back in its one canonical
+    /// form (`inet_pton`, then `inet_ntop`), or `nil` when it is not one.
+    private static func canonicalAddress<Address>(_ text: String, family: Int32, into address: inout Address, length: Int) -> String? {
+        guard inet_pton(family, text, &address) == 1 else { return nil }
+        var printed = [CChar](repeating: 0, count: length)
+        guard inet_ntop(family, &address, &printed, socklen_t(printed.count)) != nil else { return nil }
+        return String(decoding: printed.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

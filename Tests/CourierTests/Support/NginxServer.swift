@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -178,5 +179,27 @@ final class NginxServer {
         address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         return address
+    }
+}
+
+extension NginxServer {
+    /// Runs `body` against nginx serving `hello.txt` (`content`) over TLS with a test PKI made for this
+    /// call (openssl): its server certificate, HTTP/2 when asked, a client certificate required when
+    /// `clientCA`. Records an issue and returns when nginx or openssl is missing (the tests that call
+    /// this are enabled only when they are there, or when interop is required).
+    static func withTLS(
+        clientCA: Bool = false, http2: Bool = false, serving content: String, _ body: (NginxServer, TestPKI) async throws -> Void
+    ) async throws {
+        guard isAvailable, TestPKI.openssl != nil else {
+            Issue.record("COURIER_REQUIRE_INTEROP=1 but nginx or openssl is missing")
+            return
+        }
+        let pki = try await TestPKI.make()
+        defer { pki.remove() }
+        let nginx = try await start(tls: .init(
+            certificate: pki.serverCertificate, key: pki.serverKey, clientCA: clientCA ? pki.caCertificate : nil, http2: http2))
+        defer { nginx.stop() }
+        try Data(content.utf8).write(to: nginx.root.appendingPathComponent("hello.txt"))
+        try await body(nginx, pki)
     }
 }

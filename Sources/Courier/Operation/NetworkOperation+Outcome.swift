@@ -1,0 +1,109 @@
+import Foundation
+
+// An operation's outcome: set once, then told to handlers, awaiting tasks, streams and observers.
+extension NetworkOperation {
+    typealias Observer = @Sendable (Result<NetworkResponse, NetworkError>) -> Void
+
+    /// Calls `observer` once with the outcome: now, if the operation already finished.
+    func whenFinished(_ observer: @escaping Observer) {
+        let outcome: Result<NetworkResponse, NetworkError>? = storage.withLockedValue { storage in
+            if let outcome = storage.machine.outcome { return outcome }
+            storage.observers.append(observer)
+            return nil
+        }
+        if let outcome { observer(outcome) }
+    }
+
+    func finish(_ result: Result<NetworkResponse, NetworkError>) {
+        settle(result).deliver()
+    }
+
+    /// Marks the operation as remembered by its queue (``NetworkQueue/track(_:)``), which it then
+    /// leaves when it finishes. Under the same lock as its outcome, so exactly one side forgets it.
+    /// - Returns: `false` when it already finished (the queue forgets it at once).
+    func markTracked() -> Bool {
+        storage.withLockedValue { storage in
+            storage.isTracked = true
+            return storage.machine.outcome == nil
+        }
+    }
+
+    /// Dispatches the outcome to handlers and streams (under the lock, for ordering), clears every
+    /// handler, and returns the internal observers to call once the lock is released.
+    func publishOutcome(_ storage: inout Storage) -> [Observer] {
+        guard let outcome = storage.machine.outcome else { return [] }
+        // A body stream ends with the operation, however it ended (a flight that never ran included);
+        // after a flight's own ending this changes nothing.
+        if let channel = storage.transfer.channel {
+            switch outcome {
+            case .success: channel.finish(nil)
+            case .failure(let error): channel.finish(error)
+            }
+        }
+        let handlers = storage.handlers
+        let queue = context.configuration.callbackQueue
+        switch outcome {
+        case .success(let response):
+            if !handlers.completion.isEmpty || !handlers.stateChange.isEmpty {
+                queue.async {
+                    for handler in handlers.stateChange { handler(.finished) }
+                    for handler in handlers.completion { handler(response) }
+                }
+            }
+        case .failure(let error):
+            if !handlers.error.isEmpty || !handlers.stateChange.isEmpty {
+                queue.async {
+                    for handler in handlers.stateChange { handler(.finished) }
+                    for handler in handlers.error { handler(error) }
+                }
+            }
+        }
+        monitorFinish(outcome, in: &storage)
+        let event: Event = switch outcome {
+        case .success(let response): .response(response)
+        case .failure(let error): .failure(error)
+        }
+        for stream in storage.streams.values {
+            stream.yield(event)
+            stream.finish()
+        }
+        storage.streams = [:]
+        storage.handlers = Handlers()
+        storage.dependencies = []
+        defer { storage.observers = [] }
+        return storage.observers
+    }
+
+    func notify(_ observers: [Observer]) {
+        guard !observers.isEmpty, let outcome = storage.withLockedValue({ $0.machine.outcome }) else { return }
+        for observer in observers { observer(outcome) }
+    }
+
+    func dispatchStateChange(_ state: State, in storage: Storage) {
+        let handlers = storage.handlers.stateChange
+        guard !handlers.isEmpty else { return }
+        context.configuration.callbackQueue.async { for handler in handlers { handler(state) } }
+    }
+
+    /// An outcome set and not yet told: ``deliver()`` runs the handlers, resumes the awaiting tasks and
+    /// ends the streams. The queue publishes its own events in between, so whoever watches the queue
+    /// hears of an outcome before the code it wakes can enqueue more work.
+    struct PendingOutcome {
+        /// The settled operation; `nil` when nothing was settled (frozen, or finished already).
+        let operation: NetworkOperation?
+
+        func deliver() { operation?.deliverOutcome() }
+    }
+
+    /// Sets the outcome (once) without telling anyone yet.
+    func settle(_ result: Result<NetworkResponse, NetworkError>) -> PendingOutcome {
+        PendingOutcome(operation: storage.withLockedValue { $0.machine.finish(result) } ? self : nil)
+    }
+
+    /// Tells the handlers, awaiting tasks and streams the outcome ``settle(_:)`` set.
+    private func deliverOutcome() {
+        let (observers, tracked) = storage.withLockedValue { storage in (publishOutcome(&storage), storage.isTracked) }
+        if tracked { context.queue.untrack(id) }
+        notify(observers)
+    }
+}
