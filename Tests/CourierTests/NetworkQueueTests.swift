@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 @testable import Courier
 
@@ -175,6 +176,26 @@ struct NetworkQueueTests {
         #expect(seen == [0, 1, 2, 3, 2, 1, 0])
         #expect(await eventually { handlerCounts.all.count == 6 })
         #expect(handlerCounts.all == [1, 2, 3, 2, 1, 0])
+    }
+
+    /// Review finding: with the queue's events observed, an operation must not look finished before its
+    /// completion handlers are dispatched, or `response()` awaited at that moment resumed before them.
+    @Test func aWatchedQueueNeverShowsAnOperationFinishedBeforeItsHandlers() async throws {
+        let queue = NetworkQueue()
+        let engine = NetworkEngine.fake(FakeTransport { _ in FakeTransport.reply() }, queue: queue)
+        let watcher = Task { for await _ in queue.events {} }
+        defer { watcher.cancel() }
+        var early = 0
+        for round in 0..<1000 {
+            let ran = NIOLockedValueBox(0)
+            let operation = engine.operation(path: "get", params: ["round": .int(round)])
+            operation.onCompletion { _ in ran.withLockedValue { $0 += 1 } }
+            engine.enqueue(operation)
+            while !operation.isFinished { await Task.yield() }
+            _ = try await operation.response()
+            if ran.withLockedValue({ $0 }) != 1 { early += 1 }
+        }
+        #expect(early == 0, "response() resumed before the completion handler ran in \(early) of 1000 rounds")
     }
 
     @Test func queueEventsReportStartsOutcomesAndTheQueueRunningDry() async throws {

@@ -55,11 +55,14 @@ struct TransferAcceptanceTests {
         let record = folder.appendingPathComponent(".big.bin.courier-partial.json")
         let arguments = ["download", server.fileURL, "-o", file.path, "--continue"]
 
-        // Seven interruptions, one at random in each seventh of 5 %...95 % of the body, so each run gets
-        // further: first a Ctrl-C (SIGINT), which keeps what arrived, then six SIGKILLs.
+        // Seven interruptions, one at random in each seventh of 5 %...75 % of the body, so each run gets
+        // further: first a Ctrl-C (SIGINT), which keeps what arrived, then six SIGKILLs. Not later: on a
+        // loaded machine a run overshot a threshold near the end by the whole rest between two polls and
+        // was killed while putting the finished file in place (its record removed first, by design), so
+        // the next run rightly started over.
         let seed = UInt64.random(in: 0...UInt64(UInt32.max))
         var random = SplitMix64(seed: seed)
-        let interruptions = 7, slice = Self.killedDownloadSize * 90 / 100 / interruptions
+        let interruptions = 7, slice = Self.killedDownloadSize * 70 / 100 / interruptions
         let thresholds = (0..<interruptions).map { Self.killedDownloadSize * 5 / 100 + $0 * slice + Int.random(in: 0..<slice, using: &random) }
         var bytesOnDisk: [Int] = []
         for (run, threshold) in thresholds.enumerated() {

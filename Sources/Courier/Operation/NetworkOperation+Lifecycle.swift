@@ -247,8 +247,8 @@ extension NetworkOperation {
         queueDidSettle(result, sent: sent).deliver()
     }
 
-    /// ``queueDidFinish(_:sent:)`` in two steps: the outcome is set now, and told when the returned
-    /// settlement is delivered.
+    /// ``queueDidFinish(_:sent:)`` in two steps: the outcome is decided now (or the operation freezes),
+    /// and set and told when the returned ``PendingOutcome`` is delivered.
     func queueDidSettle(_ result: Result<NetworkResponse, NetworkError>, sent: PreparedRequest? = nil) -> PendingOutcome {
         if let sent {
             // The interceptors' credentials are not in the request the cache sees: their declarations
@@ -270,7 +270,7 @@ extension NetworkOperation {
         case .failure(let error):
             if shouldFreeze(after: error) {
                 freeze(after: error)
-                return PendingOutcome(operation: nil)
+                return PendingOutcome(operation: nil, result: nil)
             }
         case .success(let response):
             if !isReplay { context.connectivity.hostAnswered() }
@@ -278,10 +278,10 @@ extension NetworkOperation {
                 freeze(after: NetworkError(
                     .unacceptableStatus, "the server answered \(response.statusCode) \(response.status.reasonPhrase)",
                     url: urlString, response: response), retryAfter: OutboxReplayer.retryAfter(response))
-                return PendingOutcome(operation: nil)
+                return PendingOutcome(operation: nil, result: nil)
             }
         }
-        return settle(applyCache(to: result).flatMap(validate))
+        return PendingOutcome(operation: self, result: applyCache(to: result).flatMap(validate))
     }
 
     /// A stored response delivered ahead of the network's answer: completion handlers hear it and stay

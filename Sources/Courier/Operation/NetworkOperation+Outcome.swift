@@ -14,8 +14,14 @@ extension NetworkOperation {
         if let outcome { observer(outcome) }
     }
 
+    /// Sets the outcome (once) and tells it, in one step under the lock: nothing can see the operation
+    /// finished before its handlers are dispatched.
     func finish(_ result: Result<NetworkResponse, NetworkError>) {
-        settle(result).deliver()
+        let (observers, tracked) = storage.withLockedValue { storage in
+            storage.machine.finish(result) ? (publishOutcome(&storage), storage.isTracked) : ([], false)
+        }
+        if tracked { context.queue.untrack(id) }
+        notify(observers)
     }
 
     /// Marks the operation as remembered by its queue (``NetworkQueue/track(_:)``), which it then
@@ -85,25 +91,18 @@ extension NetworkOperation {
         context.configuration.callbackQueue.async { for handler in handlers { handler(state) } }
     }
 
-    /// An outcome set and not yet told: ``deliver()`` runs the handlers, resumes the awaiting tasks and
-    /// ends the streams. The queue publishes its own events in between, so whoever watches the queue
-    /// hears of an outcome before the code it wakes can enqueue more work.
+    /// An outcome decided and not yet set: ``deliver()`` sets it and tells the handlers, awaiting tasks
+    /// and streams (``finish(_:)``). The queue publishes its own events before that, so whoever watches
+    /// the queue hears of an outcome before the code it wakes can enqueue more work, and nothing sees the
+    /// operation finished before its handlers are dispatched.
     struct PendingOutcome {
-        /// The settled operation; `nil` when nothing was settled (frozen, or finished already).
+        /// The operation; `nil` when there is nothing to deliver (it froze instead).
         let operation: NetworkOperation?
+        /// Its outcome, validated by its own rules.
+        let result: Result<NetworkResponse, NetworkError>?
 
-        func deliver() { operation?.deliverOutcome() }
-    }
-
-    /// Sets the outcome (once) without telling anyone yet.
-    func settle(_ result: Result<NetworkResponse, NetworkError>) -> PendingOutcome {
-        PendingOutcome(operation: storage.withLockedValue { $0.machine.finish(result) } ? self : nil)
-    }
-
-    /// Tells the handlers, awaiting tasks and streams the outcome ``settle(_:)`` set.
-    private func deliverOutcome() {
-        let (observers, tracked) = storage.withLockedValue { storage in (publishOutcome(&storage), storage.isTracked) }
-        if tracked { context.queue.untrack(id) }
-        notify(observers)
+        func deliver() {
+            if let operation, let result { operation.finish(result) }
+        }
     }
 }

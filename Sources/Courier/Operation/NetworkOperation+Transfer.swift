@@ -30,12 +30,12 @@ extension NetworkOperation {
 
     /// Removes the partial files and record of a resumable download cancelled explicitly (kept by an
     /// earlier run, or by its own flight's last attempt), before any download started later: the
-    /// destinations are reserved in this call (``DestinationLocks``), right behind `writer` (the
-    /// operation's own flight, which may still be closing them), the files removed off the caller's
-    /// thread. When another download holds or waits for one of them, its own outcome decides what is
-    /// kept, and nothing is removed here.
-    static func discardResumeData(for files: [URL], after writer: DestinationLockStateMachine.Ticket? = nil) {
-        guard let ticket = DestinationLocks.shared.reserveIfFree(files, after: writer) else { return }
+    /// destinations are reserved in this call (``DestinationLocks/reserveForRemoval(_:by:)``), right behind
+    /// the operation's own flight's writer (which may still be closing them), the files removed off the
+    /// caller's thread. When another download holds or waits for one of them, its own outcome decides
+    /// what is kept, and nothing is removed here.
+    static func discardResumeData(for files: [URL], control: TransferControl?) {
+        guard let ticket = DestinationLocks.shared.reserveForRemoval(files, by: control) else { return }
         Task {
             guard await DestinationLocks.shared.acquire(ticket) else { return }
             await ResumeRecordStore.discardResumeData(for: files)

@@ -370,15 +370,15 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
     }
 
     func cancel(discardingPartialDownload: Bool) {
-        let (action, observers, resumeData, writer, tracked) = storage.withLockedValue { storage in
-            let writer = discardingPartialDownload ? storage.transfer.control?.discardPartial() : nil
+        let (action, observers, resumeData, control, tracked) = storage.withLockedValue { storage in
             let action = storage.machine.cancel(url: urlString)
             // An explicit cancel gives up a resumable download's resume data, even one kept by an earlier run,
             // or by its own flight's last attempt: removed right behind the flight's writer, if any.
             let resumeData = discardingPartialDownload && action != .none && storage.transfer.isResumable ? storage.transfer.files : []
-            return (action, action == .finished ? publishOutcome(&storage) : [], resumeData, writer, storage.isTracked)
+            return (action, action == .finished ? publishOutcome(&storage) : [], resumeData, storage.transfer.control, storage.isTracked)
         }
-        if !resumeData.isEmpty { Self.discardResumeData(for: resumeData, after: writer) }
+        // Before the flight hears of the cancel: it then removes what it holds itself.
+        if !resumeData.isEmpty { Self.discardResumeData(for: resumeData, control: control) }
         switch action {
         case .finished:
             if tracked { context.queue.untrack(id) }

@@ -150,18 +150,21 @@ extension NetworkQueue {
         }
         if let result {
             if effects.isObserved {
-                // Outcomes are set, published, and only then told to their operations: code an outcome wakes
-                // (the next request) cannot start before the queue's observers hear of it, or of it running dry.
-                let settlements = effects.deliver.map { $0.queueDidSettle(results[$0.id] ?? result, sent: sent) }
-                for operation in effects.deliver {
-                    if let response = operation.response {
-                        publish(.finished(operation, response))
-                    } else if let error = operation.error {
-                        publish(.failed(operation, error))
+                // Outcomes are decided, published, and only then set and told to their operations: code an outcome
+                // wakes (the next request) cannot start before the queue's observers hear of it, or of it running dry.
+                let outcomes = effects.deliver.map { $0.queueDidSettle(results[$0.id] ?? result, sent: sent) }
+                for outcome in outcomes {
+                    guard let operation = outcome.operation else { continue }
+                    // One already finished (a cancel that raced with the answer) keeps the outcome it has.
+                    let finished = operation.response.map { Result<NetworkResponse, NetworkError>.success($0) } ?? operation.error.map { .failure($0) }
+                    switch finished ?? outcome.result {
+                    case .success(let response)?: publish(.finished(operation, response))
+                    case .failure(let error)?: publish(.failed(operation, error))
+                    case nil: break
                     }
                 }
                 if effects.becameEmpty { publish(.queueFinished) }
-                for settlement in settlements { settlement.deliver() }
+                for outcome in outcomes { outcome.deliver() }
             } else {
                 for operation in effects.deliver { operation.queueDidFinish(results[operation.id] ?? result, sent: sent) }
             }

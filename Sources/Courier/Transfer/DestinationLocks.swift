@@ -32,24 +32,16 @@ final class DestinationLocks: Sendable {
         return URL(fileURLWithPath: String(cString: resolved), isDirectory: true).appendingPathComponent(url.lastPathComponent).path
     }
 
-    /// Reserves `destinations` now (in this call, so the order of calls is the order of writers).
-    func reserve(_ destinations: [URL]) -> DestinationLockStateMachine.Ticket {
+    /// An explicit cancel's removal of the resume data: marks `control` as discarding and reserves
+    /// `destinations` right behind the transfer's own writer (which may still be closing them), in one
+    /// step under the lock writers reserve and release under, so no writer of this transfer can come or
+    /// go in between. `nil` when another download holds or waits for one of them (its outcome decides).
+    func reserveForRemoval(_ destinations: [URL], by control: TransferControl?) -> DestinationLockStateMachine.Ticket? {
         let keys = Set(destinations.map(Self.key(for:)))
-        return state.withLockedValue { $0.machine.reserve(keys).ticket }
-    }
-
-    /// Whether no download holds or waits for any of `destinations` now (its cleanup included: an
-    /// operation reports `cancelled` at once, while its flight may still be closing its files).
-    func areFree(_ destinations: [URL]) -> Bool {
-        let keys = Set(destinations.map(Self.key(for:)))
-        return state.withLockedValue { $0.machine.areFree(keys) }
-    }
-
-    /// Reserves `destinations` only if no download but `own` (the caller's own flight, see
-    /// ``TransferControl/discardPartial()``) holds or waits for any of them now.
-    func reserveIfFree(_ destinations: [URL], after own: DestinationLockStateMachine.Ticket? = nil) -> DestinationLockStateMachine.Ticket? {
-        let keys = Set(destinations.map(Self.key(for:)))
-        return state.withLockedValue { $0.machine.reserveIfFree(keys, after: own) }
+        return state.withLockedValue { state in
+            let own = control?.discardPartial()
+            return state.machine.reserveIfFree(keys, after: own)
+        }
     }
 
     /// Waits until `ticket` holds its destinations.
@@ -86,24 +78,28 @@ final class DestinationLocks: Sendable {
     }
 
     /// Lets go of `ticket`; the next writers in line go on.
-    func release(_ ticket: DestinationLockStateMachine.Ticket) {
+    /// - Parameter control: The transfer whose writer `ticket` was, told in the same step.
+    func release(_ ticket: DestinationLockStateMachine.Ticket, noting control: TransferControl? = nil) {
         let ready = state.withLockedValue { state in
-            state.machine.release(ticket).compactMap { state.waiters.removeValue(forKey: $0) }
+            control?.writerReleased(ticket)
+            return state.machine.release(ticket).compactMap { state.waiters.removeValue(forKey: $0) }
         }
         for waiter in ready { waiter.resume(returning: true) }
     }
 
     /// Runs `body` holding `destinations`, reserved now.
-    /// - Parameter control: The transfer's control, told the ticket while it is reserved (so an explicit
-    ///   cancel can queue the resume data's removal right behind this writer).
+    /// - Parameter control: The transfer's control, told the ticket while it is reserved, in the same
+    ///   steps as the reservation and the release (so an explicit cancel queues the resume data's
+    ///   removal right behind this writer, ``reserveForRemoval(_:by:)``).
     /// - Returns: `body`'s result, or `nil` when the task was cancelled while waiting.
     func withDestinations<T: Sendable>(_ destinations: [URL], noting control: TransferControl? = nil, _ body: () async -> T) async -> T? {
-        let ticket = reserve(destinations)
-        control?.writerReserved(ticket)
-        defer {
-            control?.writerReleased(ticket)
-            release(ticket)
+        let keys = Set(destinations.map(Self.key(for:)))
+        let ticket = state.withLockedValue { state in
+            let ticket = state.machine.reserve(keys).ticket
+            control?.writerReserved(ticket)
+            return ticket
         }
+        defer { release(ticket, noting: control) }
         guard await acquire(ticket) else { return nil }
         return await body()
     }
