@@ -19,6 +19,13 @@ struct TransferLockTests {
     static let body = Data((0..<1000).map { UInt8(0x41 + $0 % 26) })
     static let url = URL(string: "https://api.example.com/big")!
 
+    /// The first half of ``body`` under a strong validator, then a lost connection: a resumable download
+    /// keeps those 500 bytes and its record.
+    static func halfThenDropped() -> TransportResponse {
+        FakeTransport.reply(status: 200, headers: [.eTag: "\"v1\"", .contentLength: "1000"], data: Data(body.prefix(500)), parts: 2,
+                            failure: NetworkError(.connectionLost, "dropped"))
+    }
+
     /// Bytes on disk and a record of "v1": what a paused or killed `--continue` leaves.
     static func plantPartial(_ store: ResumeRecordStore, bytes: Int) async throws {
         try body.prefix(bytes).write(to: store.partialURL)
@@ -214,8 +221,7 @@ struct TransferLockTests {
             let file = folder.appendingPathComponent("big.iso")
             let store = ResumeRecordStore(destination: file)
             let transport = FakeTransport { _ in
-                FakeTransport.reply(status: 200, headers: [.eTag: "\"v1\"", .contentLength: "1000"], data: Data(Self.body.prefix(500)), parts: 2,
-                                    failure: NetworkError(.connectionLost, "dropped"))
+                Self.halfThenDropped()
             }
             let engine = NetworkEngine.fake(transport) {
                 // A backoff long enough that a loaded machine cannot reach the retry before the check below.
@@ -244,8 +250,7 @@ struct TransferLockTests {
             let file = folder.appendingPathComponent("big.iso")
             let store = ResumeRecordStore(destination: file)
             let transport = FakeTransport { _ in
-                FakeTransport.reply(status: 200, headers: [.eTag: "\"v1\"", .contentLength: "1000"], data: Data(Self.body.prefix(500)), parts: 2,
-                                    failure: NetworkError(.connectionLost, "dropped"))
+                Self.halfThenDropped()
             }
             let target = Recorder<NetworkOperation>()
             // Logged by the flight's task right after its attempt returned, before the retry machinery runs.
@@ -278,8 +283,7 @@ struct TransferLockTests {
                     while busy.withLockedValue({ $0 }) { try await Task.sleep(for: .milliseconds(5)) }
                     return FakeTransport.reply()
                 }
-                return FakeTransport.reply(status: 200, headers: [.eTag: "\"v1\"", .contentLength: "1000"], data: Data(Self.body.prefix(500)), parts: 2,
-                                           failure: NetworkError(.connectionLost, "dropped"))
+                return Self.halfThenDropped()
             }
             let deciding = NIOLockedValueBox(false)
             let decide = NIOLockedValueBox(false)

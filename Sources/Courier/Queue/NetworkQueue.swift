@@ -113,7 +113,10 @@ public final class NetworkQueue: Sendable {
     }
 
     /// Operations starting, finishing and failing, and the queue running dry (ASINetworkQueue's delegate
-    /// calls), from the moment of access on.
+    /// calls), from the moment of access on, in the order they happen: an operation's outcome (and
+    /// `.queueFinished`, when it was the last) is published before its handlers and awaiting tasks hear
+    /// of it, so before anything they enqueue starts. At that moment the operation itself may not report
+    /// its outcome yet: take the response or error from the event.
     public var events: AsyncStream<QueueEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: QueueEvent.self, bufferingPolicy: .bufferingNewest(1024))
         state.withLockedValue { state in

@@ -26,76 +26,25 @@ struct PreparedRequest: Sendable {
     var adaptedHeaders: HTTPFields?
     private var settings: Settings
 
-    /// The settings fixed for the operation, set while it is prepared (when the box is not shared yet).
+    /// The settings fixed for the operation: one immutable box shared by the request's copies, replaced
+    /// as a whole when one changes (only while the operation is prepared).
     final class Settings: Sendable {
-        let options: TransportOptions
-        let redirects: RedirectPolicy
-        let maximumBodySize: Int
-        let totalTimeout: Duration?
-        let logger: Logger
-        let sensitiveNames: Set<String>
-        let reportsInformational: Bool
-        let isMonitored: Bool
-        let destination: ResponseDestination
-        let interceptors: InterceptorChain
+        let values: Values
+        init(_ values: Values) { self.values = values }
+    }
 
-        init(
-            options: TransportOptions, redirects: RedirectPolicy, maximumBodySize: Int, totalTimeout: Duration?, logger: Logger,
-            sensitiveNames: Set<String>, reportsInformational: Bool, isMonitored: Bool, destination: ResponseDestination,
-            interceptors: InterceptorChain
-        ) {
-            self.options = options
-            self.redirects = redirects
-            self.maximumBodySize = maximumBodySize
-            self.totalTimeout = totalTimeout
-            self.logger = logger
-            self.sensitiveNames = sensitiveNames
-            self.reportsInformational = reportsInformational
-            self.isMonitored = isMonitored
-            self.destination = destination
-            self.interceptors = interceptors
-        }
-
-        /// A copy with one setting changed.
-        func with<Value>(_ path: WritableKeyPath<Values, Value>, _ value: Value) -> Settings {
-            var values = Values(self)
-            values[keyPath: path] = value
-            return values.settings
-        }
-
-        /// The settings as a value, to change one.
-        struct Values {
-            var options: TransportOptions
-            var redirects: RedirectPolicy
-            var maximumBodySize: Int
-            var totalTimeout: Duration?
-            var logger: Logger
-            var sensitiveNames: Set<String>
-            var reportsInformational: Bool
-            var isMonitored: Bool
-            var destination: ResponseDestination
-            var interceptors: InterceptorChain
-
-            init(_ settings: Settings) {
-                options = settings.options
-                redirects = settings.redirects
-                maximumBodySize = settings.maximumBodySize
-                totalTimeout = settings.totalTimeout
-                logger = settings.logger
-                sensitiveNames = settings.sensitiveNames
-                reportsInformational = settings.reportsInformational
-                isMonitored = settings.isMonitored
-                destination = settings.destination
-                interceptors = settings.interceptors
-            }
-
-            var settings: Settings {
-                Settings(
-                    options: options, redirects: redirects, maximumBodySize: maximumBodySize, totalTimeout: totalTimeout, logger: logger,
-                    sensitiveNames: sensitiveNames, reportsInformational: reportsInformational, isMonitored: isMonitored,
-                    destination: destination, interceptors: interceptors)
-            }
-        }
+    /// The settings as a value.
+    struct Values: Sendable {
+        var options: TransportOptions
+        var redirects: RedirectPolicy
+        var maximumBodySize: Int
+        var totalTimeout: Duration?
+        var logger: Logger
+        var sensitiveNames: Set<String>
+        var reportsInformational: Bool
+        var isMonitored: Bool
+        var destination: ResponseDestination
+        var interceptors: InterceptorChain
     }
 
     init(
@@ -109,61 +58,63 @@ struct PreparedRequest: Sendable {
         self.headers = headers
         self.body = body
         self.bodySource = bodySource
-        settings = Settings(
+        settings = Settings(Values(
             options: options, redirects: redirects, maximumBodySize: maximumBodySize, totalTimeout: totalTimeout, logger: logger,
             sensitiveNames: sensitiveNames, reportsInformational: reportsInformational, isMonitored: isMonitored,
-            destination: destination, interceptors: interceptors)
+            destination: destination, interceptors: interceptors))
     }
 
-    private mutating func set<Value>(_ path: WritableKeyPath<Settings.Values, Value>, _ value: Value) {
-        settings = settings.with(path, value)
+    private mutating func set<Value>(_ path: WritableKeyPath<Values, Value>, _ value: Value) {
+        var values = settings.values
+        values[keyPath: path] = value
+        settings = Settings(values)
     }
 
     var options: TransportOptions {
-        get { settings.options }
+        get { settings.values.options }
         set { set(\.options, newValue) }
     }
     var redirects: RedirectPolicy {
-        get { settings.redirects }
+        get { settings.values.redirects }
         set { set(\.redirects, newValue) }
     }
     var maximumBodySize: Int {
-        get { settings.maximumBodySize }
+        get { settings.values.maximumBodySize }
         set { set(\.maximumBodySize, newValue) }
     }
     var totalTimeout: Duration? {
-        get { settings.totalTimeout }
+        get { settings.values.totalTimeout }
         set { set(\.totalTimeout, newValue) }
     }
     var logger: Logger {
-        get { settings.logger }
+        get { settings.values.logger }
         set { set(\.logger, newValue) }
     }
     /// Lowercase names of the fields that carry credentials for this request: dropped on a cross-origin
     /// redirect, masked in logs.
     var sensitiveNames: Set<String> {
-        get { settings.sensitiveNames }
+        get { settings.values.sensitiveNames }
         set { set(\.sensitiveNames, newValue) }
     }
     /// Whether interim (1xx) responses are to be reported (an operation has an informational handler).
     var reportsInformational: Bool {
-        get { settings.reportsInformational }
+        get { settings.values.reportsInformational }
         set { set(\.reportsInformational, newValue) }
     }
     /// Whether the engine has event monitors: the flight then reports each hop, head and redirect to its
     /// subscribers (without monitors it does not look them up at all).
     var isMonitored: Bool {
-        get { settings.isMonitored }
+        get { settings.values.isMonitored }
         set { set(\.isMonitored, newValue) }
     }
     /// Where the response body goes: memory by default; files and/or a body stream for downloads.
     var destination: ResponseDestination {
-        get { settings.destination }
+        get { settings.values.destination }
         set { set(\.destination, newValue) }
     }
     /// The interceptors that adapt each hop and decide on retries.
     var interceptors: InterceptorChain {
-        get { settings.interceptors }
+        get { settings.values.interceptors }
         set { set(\.interceptors, newValue) }
     }
 }
