@@ -113,6 +113,21 @@ struct ConnectionPoolTests {
         try await server.shutdown()
     }
 
+    /// Set through the properties, past what the initialiser allows: requests still go, one connection
+    /// at a time, and a connection is still reused at once.
+    @Test(.timeLimit(.minutes(1))) func settingsSetPastTheirLimitsStillWork() async throws {
+        try await withTransport { (server: TestServer, transport: AsyncHTTPClientTransport) async throws in
+            let engine = engine(server, transport: transport) {
+                $0.connectionPool.maximumConnectionsPerHost = 0
+                $0.connectionPool.idleTimeout = .seconds(-5)
+            }
+            let operations = (0..<3).map { engine.operation(path: "get?n=\($0)") }
+            for operation in operations { engine.enqueue(operation) }
+            for operation in operations { #expect(try await operation.response().statusCode == 200) }
+            #expect(server.maxInFlight == 1, "one connection: one request at a time")
+        }
+    }
+
     @Test func settingsAreClamped() {
         let settings = ConnectionPoolSettings(maximumConnectionsPerHost: 0, idleTimeout: .zero)
         #expect(settings.maximumConnectionsPerHost == 1 && settings.idleTimeout == .milliseconds(10))

@@ -209,9 +209,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         configuration.redirectConfiguration = .disallow
         configuration.httpVersion = options.httpVersions == .http1Only ? .http1Only : .automatic
         configuration.timeout = .init(connect: TimeAmount(options.connectTimeout), read: TimeAmount(options.readTimeout))
+        // Clamped here too: the settings' properties can be set past what their initialiser allows.
         let pool = options.connectionPool
-        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = pool.maximumConnectionsPerHost ?? maximumConnectionsPerHost
-        configuration.connectionPool.idleTimeout = TimeAmount(pool.idleTimeout)
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(1, pool.maximumConnectionsPerHost ?? maximumConnectionsPerHost)
+        configuration.connectionPool.idleTimeout = TimeAmount(max(.milliseconds(10), pool.idleTimeout))
         // A refused connection (or a pin that does not match) fails at once with `.cannotConnect` (`.tls`)
         // instead of retrying until the connect timeout: the caller (and later the outbox) decides.
         configuration.connectionPool.retryConnectionEstablishment = false

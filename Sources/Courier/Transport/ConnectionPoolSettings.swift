@@ -25,9 +25,9 @@ public struct ConnectionPoolSettings: Sendable, Hashable {
     /// Creates settings.
     /// - Parameters:
     ///   - maximumConnectionsPerHost: The most connections to one host; the transport's limit when `nil`.
-    ///     Values below 1 count as 1.
+    ///     Values below 1 count as 1 (here and when the property is set).
     ///   - idleTimeout: How long an unused connection stays open; 60 s by default. Values below 10 ms
-    ///     count as 10 ms.
+    ///     count as 10 ms (here and when the property is set).
     public init(maximumConnectionsPerHost: Int? = nil, idleTimeout: Duration = .seconds(60)) {
         self.maximumConnectionsPerHost = maximumConnectionsPerHost.map { max(1, $0) }
         self.idleTimeout = max(.milliseconds(10), idleTimeout)
