@@ -27,12 +27,6 @@ struct DestinationLockStateMachine: Sendable {
         return (ticket, holds(ticket))
     }
 
-    /// Reserves `keys` only when nobody holds or waits for any of them.
-    /// - Returns: The ticket (which then holds its keys), or `nil`.
-    mutating func reserveIfFree(_ keys: Set<String>) -> Ticket? {
-        reserveIfFree(keys, after: nil)
-    }
-
     /// Reserves `keys` only when nobody but `own` (the caller's own writer, which may still be closing
     /// its files) holds or waits for any of them: the new ticket then comes right after `own`, before
     /// any writer that arrives later.
@@ -45,9 +39,6 @@ struct DestinationLockStateMachine: Sendable {
         guard isFree else { return nil }
         return reserve(keys).ticket
     }
-
-    /// Whether nobody holds or waits for any of `keys`.
-    func areFree(_ keys: Set<String>) -> Bool { keys.allSatisfy { lines[$0] == nil } }
 
     /// Whether `ticket` is first in line on all its keys.
     func holds(_ ticket: Ticket) -> Bool {
