@@ -108,6 +108,32 @@ struct AuthenticationChallengeTests {
         #expect(AuthenticationChallenge.parse(challenge.description) == [challenge])
     }
 
+    /// Found by `scripts/fuzz` (www-authenticate, 2026-11-28): a value holding `"` followed by a combining
+    /// mark (U+0612). As characters the pair is one `Character` that is not `"`, so the description left
+    /// the quote unescaped and ended the quoted-string there: read again, the challenge lost its value
+    /// and gained whatever followed. Digest's `Authorization` quotes the server's nonce the same way.
+    @Test func aQuoteFollowedByACombiningMarkIsEscaped() throws {
+        let value = "a\"\u{0612}, realm=\"evil"
+        let challenge = AuthenticationChallenge(scheme: "Basic", parameters: [Parameter(name: "realm", value: value)])
+        let expected = "basic realm=\"a\\\"\u{0612}, realm=\\\"evil\""  // `#expect` mis-expands such literals
+        #expect(challenge.description == expected)
+        #expect(AuthenticationChallenge.parse(challenge.description) == [challenge])
+
+        let digest = try DigestChallenge(AuthenticationChallenge(scheme: "Digest", parameters: [
+            Parameter(name: "realm", value: "api"), Parameter(name: "nonce", value: "n\"\u{0301}, qop=\"x"),
+        ]))
+        let authorization = digest.authorization(
+            credentials: PasswordCredentials(user: "u", password: "p"), method: "GET", requestTarget: "/", nonceCount: 1,
+            clientNonce: "c")
+        let answered = AuthenticationChallenge.parse(authorization)
+        let nonce = "n\"\u{0301}, qop=\"x"
+        #expect(answered.first?.parameter("nonce") == nonce)
+        #expect(answered.first?.parameters.filter { $0.name == "qop" }.isEmpty == true)
+
+        let found = try Data(contentsOf: FuzzCorpusTests.corpus.appendingPathComponent("www-authenticate/crash-quote-combining-mark"))
+        FuzzEntryPoints.run(.wwwAuthenticate, Array(found))
+    }
+
     // MARK: Hostile input
 
     /// Each hostile 1 MiB value parses in bounded (linear) time; the bound is generous for a debug

@@ -48,6 +48,15 @@ struct CharsetDetectionTests {
     @Test func parameterExtraction() {
         #expect(CharsetDetection.parameter(named: "boundary", in: "multipart/form-data; boundary=\"a\\\"b\"") == "a\"b")
         #expect(CharsetDetection.parameter(named: "charset", in: "text/plain") == nil)
+        // Quotes and separators are read scalar by scalar: `"` or `;` followed by a combining mark is one
+        // `Character` that is neither, but a byte-wise reader (the server's) sees the quote.
+        // (The expected values are constants: Swift Testing's `#expect` mis-expands a literal holding `"`
+        // followed by a combining mark, the very confusion fixed here.)
+        let quoteAndMark = "a\"\u{0301}b"
+        let markFirst = "\u{0301}b"
+        #expect(CharsetDetection.parameter(named: "boundary", in: "multipart/form-data; boundary=\"a\\\"\u{0301}b\"") == quoteAndMark)
+        #expect(CharsetDetection.parameter(named: "boundary", in: "multipart/form-data; boundary=\"\u{0301}b\"") == markFirst)
+        #expect(CharsetDetection.parameter(named: "charset", in: "text/plain; title=\"x\"\u{0301}; charset=latin1") == "latin1")
     }
 
     @Test func mediaTypeStripsParametersAndLowercases() {

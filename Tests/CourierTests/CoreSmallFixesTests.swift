@@ -143,6 +143,9 @@ struct CoreSmallFixesTests {
         #expect(response.links["end"] == response.links["last"])
         #expect(response.links.count == 3)
         #expect(LinkHeader.parse("garbage, <unclosed; rel=next").isEmpty)
+        // A quote followed by a combining mark still closes the quoted-string (scalars, not characters).
+        let marked = LinkHeader.parse("<a>; title=\"x\"\u{0301}, <b>; rel=next")
+        #expect(marked == [LinkHeader.Link(target: "b", relations: ["next"])])
     }
 
     @Test func outboxEntriesAndEventsPrintOneShortLine() {

@@ -110,15 +110,20 @@ public struct AuthenticationChallenge: Sendable, Hashable, CustomStringConvertib
     }
 
     /// `value` as a quoted-string: in double quotes, with `"` and `\` escaped.
+    ///
+    /// Scalar by scalar, not character by character: a quote followed by a combining mark is one
+    /// `Character` that is not `"`, and left unescaped it would end the quoted-string early (found by
+    /// `scripts/fuzz`, www-authenticate, 2026-11-28).
     /// - Parameter value: The text to quote.
     /// - Returns: The quoted-string.
     static func quoted(_ value: String) -> String {
-        var result = "\""
-        for character in value {
-            if character == "\"" || character == "\\" { result.append("\\") }
-            result.append(character)
+        var result = String.UnicodeScalarView()
+        result.append("\"")
+        for scalar in value.unicodeScalars {
+            if scalar == "\"" || scalar == "\\" { result.append("\\") }
+            result.append(scalar)
         }
         result.append("\"")
-        return result
+        return String(result)
     }
 }

@@ -166,9 +166,9 @@ struct CacheControl: Sendable, Equatable {
         CacheHeaderSyntax.listElements(fieldLines).compactMap { element in
             let name: Substring
             var argument: String?
-            if let equals = element.firstIndex(of: "=") {
+            if let equals = element.unicodeScalars.firstIndex(of: "=") {
                 name = CacheHeaderSyntax.trimmingOWS(element[..<equals])
-                let raw = CacheHeaderSyntax.trimmingOWS(element[element.index(after: equals)...])
+                let raw = CacheHeaderSyntax.trimmingOWS(element[element.unicodeScalars.index(after: equals)...])
                 argument = CacheHeaderSyntax.unquoted(raw)
             } else {
                 name = element

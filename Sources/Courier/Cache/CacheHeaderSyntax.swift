@@ -18,16 +18,19 @@ enum CacheHeaderSyntax {
     static let proxyConnection = HTTPField.Name("Proxy-Connection")!
 
     /// The elements of a comma-separated list (RFC 9110 §5.6.1) spread over any number of field
-    /// lines: split at commas outside quoted strings, OWS trimmed, empty elements dropped.
+    /// lines: split at commas outside quoted strings, OWS trimmed, empty elements dropped. Read scalar
+    /// by scalar, as a byte-wise parser would: `,` or `"` followed by a combining mark is one
+    /// `Character` that is neither.
     static func listElements(_ lines: [String]) -> [Substring] {
         var elements: [Substring] = []
         for line in lines {
-            var start = line.startIndex
+            let scalars = line.unicodeScalars
+            var start = scalars.startIndex
             var inQuotes = false
             var escaped = false
-            var index = line.startIndex
-            while index < line.endIndex {
-                let character = line[index]
+            var index = scalars.startIndex
+            while index < scalars.endIndex {
+                let character = scalars[index]
                 if escaped {
                     escaped = false
                 } else if inQuotes {
@@ -36,9 +39,9 @@ enum CacheHeaderSyntax {
                     inQuotes = true
                 } else if character == "," {
                     appendTrimmed(line[start..<index], to: &elements)
-                    start = line.index(after: index)
+                    start = scalars.index(after: index)
                 }
-                index = line.index(after: index)
+                index = scalars.index(after: index)
             }
             appendTrimmed(line[start..<line.endIndex], to: &elements)
         }
@@ -52,10 +55,10 @@ enum CacheHeaderSyntax {
 
     /// `s` without leading and trailing optional whitespace (SP / HTAB, RFC 9110 §5.6.3).
     static func trimmingOWS(_ s: Substring) -> Substring {
-        var result = s
-        while let first = result.first, first == " " || first == "\t" { result.removeFirst() }
-        while let last = result.last, last == " " || last == "\t" { result.removeLast() }
-        return result
+        var scalars = s.unicodeScalars
+        while let first = scalars.first, first == " " || first == "\t" { scalars.removeFirst() }
+        while let last = scalars.last, last == " " || last == "\t" { scalars.removeLast() }
+        return Substring(scalars)
     }
 
     /// Whether `s` is a non-empty `token` (RFC 9110 §5.6.2).
@@ -77,23 +80,24 @@ enum CacheHeaderSyntax {
     /// The content of a `quoted-string` (RFC 9110 §5.6.4) with quoted-pairs unescaped. Anything
     /// after the closing quote is ignored; an unterminated string runs to the end. A value that does
     /// not start with a quote is returned unchanged.
+    /// Scalar by scalar: a quote followed by a combining mark is one `Character` that is not `"`.
     static func unquoted(_ s: Substring) -> String {
-        guard s.first == "\"" else { return String(s) }
-        var result = ""
+        guard s.unicodeScalars.first == "\"" else { return String(s) }
+        var result = String.UnicodeScalarView()
         var escaped = false
-        for character in s.dropFirst() {
+        for scalar in s.unicodeScalars.dropFirst() {
             if escaped {
-                result.append(character)
+                result.append(scalar)
                 escaped = false
-            } else if character == "\\" {
+            } else if scalar == "\\" {
                 escaped = true
-            } else if character == "\"" {
+            } else if scalar == "\"" {
                 break
             } else {
-                result.append(character)
+                result.append(scalar)
             }
         }
-        return result
+        return String(result)
     }
 
     /// A `delta-seconds` value (RFC 9111 §1.2.2: `1*DIGIT`), or `nil` when `s` is empty or holds

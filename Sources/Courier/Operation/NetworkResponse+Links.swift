@@ -34,30 +34,31 @@ enum LinkHeader {
         var relations: [String]
     }
 
+    /// Read scalar by scalar, as a byte-wise parser would: `"`, `,` or `;` followed by a combining mark is
+    /// one `Character` that is none of them.
     static func parse(_ value: String) -> [Link] {
         var links: [Link] = []
-        var rest = Substring(value)
+        var rest = value.unicodeScalars[...]
         while let open = rest.firstIndex(of: "<") {
             guard let close = rest[open...].firstIndex(of: ">") else { break }
-            let target = String(rest[rest.index(after: open)..<close])
+            let target = String(Substring(rest[rest.index(after: open)..<close]))
             rest = rest[rest.index(after: close)...]
             // Parameters run to the next comma outside quotes.
-            var parameters = ""
             var inQuotes = false
             var end = rest.endIndex
             for index in rest.indices {
-                let character = rest[index]
-                if character == "\"" { inQuotes.toggle() }
-                if character == ",", !inQuotes { end = index; break }
-                parameters.append(character)
+                let scalar = rest[index]
+                if scalar == "\"" { inQuotes.toggle() }
+                if scalar == ",", !inQuotes { end = index; break }
             }
-            rest = end == rest.endIndex ? "" : rest[rest.index(after: end)...]
+            let parameters = rest[..<end]
+            rest = end == rest.endIndex ? rest[end...] : rest[rest.index(after: end)...]
             var relations: [String] = []
             for parameter in parameters.split(separator: ";") {
                 let pair = parameter.split(separator: "=", maxSplits: 1)
-                guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "rel" else { continue }
-                let raw = pair[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-                relations = raw.split(separator: " ").map { $0.lowercased() }
+                guard pair.count == 2, Substring(pair[0]).trimmingCharacters(in: .whitespaces).lowercased() == "rel" else { continue }
+                let raw = Substring(pair[1]).trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                relations = raw.unicodeScalars.split(separator: " ").map { String(Substring($0)).lowercased() }
                 break
             }
             if !relations.isEmpty { links.append(Link(target: target, relations: relations)) }

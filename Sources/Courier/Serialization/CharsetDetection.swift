@@ -81,7 +81,7 @@ enum CharsetDetection {
     /// - Returns: The parameter's value, or `nil` when absent.
     static func parameter(named name: String, in headerValue: String) -> String? {
         for segment in splitParameters(headerValue).dropFirst() {
-            guard let equals = segment.firstIndex(of: "=") else { continue }
+            guard let equals = segment.unicodeScalars.firstIndex(of: "=") else { continue }
             let key = trimWhitespace(segment[..<equals]).lowercased()
             guard key == name else { continue }
             return unquote(trimWhitespace(segment[segment.index(after: equals)...]))
@@ -89,15 +89,16 @@ enum CharsetDetection {
         return nil
     }
 
-    /// Splits on `;` outside double-quoted strings.
+    /// Splits on `;` outside double-quoted strings (scalar by scalar, as ``unquote(_:)`` reads).
     private static func splitParameters(_ value: String) -> [Substring] {
         var segments: [Substring] = []
-        var start = value.startIndex
-        var index = value.startIndex
+        let scalars = value.unicodeScalars
+        var start = scalars.startIndex
+        var index = scalars.startIndex
         var inQuotes = false
         var escaped = false
-        while index < value.endIndex {
-            let character = value[index]
+        while index < scalars.endIndex {
+            let character = scalars[index]
             if escaped {
                 escaped = false
             } else if inQuotes, character == "\\" {
@@ -106,30 +107,32 @@ enum CharsetDetection {
                 inQuotes.toggle()
             } else if character == ";", !inQuotes {
                 segments.append(value[start..<index])
-                start = value.index(after: index)
+                start = scalars.index(after: index)
             }
-            index = value.index(after: index)
+            index = scalars.index(after: index)
         }
         segments.append(value[start...])
         return segments
     }
 
     /// Removes surrounding double quotes and resolves `\` escapes inside them.
+    /// Scalar by scalar: a quote followed by a combining mark is one `Character` that is not `"`.
     private static func unquote(_ value: String) -> String {
-        guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return value }
-        var result = ""
+        let scalars = value.unicodeScalars
+        guard scalars.count >= 2, scalars.first == "\"", scalars.last == "\"" else { return value }
+        var result = String.UnicodeScalarView()
         var escaped = false
-        for character in value.dropFirst().dropLast() {
+        for scalar in scalars.dropFirst().dropLast() {
             if escaped {
-                result.append(character)
+                result.append(scalar)
                 escaped = false
-            } else if character == "\\" {
+            } else if scalar == "\\" {
                 escaped = true
             } else {
-                result.append(character)
+                result.append(scalar)
             }
         }
-        return result
+        return String(result)
     }
 
     /// Removes leading and trailing spaces and tabs.
