@@ -15,6 +15,9 @@ let package = Package(
         // Fetching, decoding, thumbnailing and caching images: a product of its own, so that apps
         // without images do not link the image libraries.
         .library(name: "CourierImages", targets: ["CourierImages"]),
+        // The outbox on PostgreSQL, shared by many instances of a service: a product of its own, so that
+        // apps that do not use it never link postgres-nio.
+        .library(name: "CourierPostgres", targets: ["CourierPostgres"]),
         .executable(name: "courier", targets: ["courier"]),
     ],
     dependencies: [
@@ -27,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // MD5 and SHA-256 (Digest authentication, cache and outbox digests); already in the graph
         // through async-http-client, so one hash library for the whole package.
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
@@ -52,6 +56,17 @@ let package = Package(
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "CourierPostgres",
+            dependencies: [
+                "Courier",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -92,7 +107,10 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierImages",
+                "CourierPostgres",
                 "CourierTestServer",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -118,7 +136,11 @@ let package = Package(
         // Samples.swift; CI checks it matches the documents): a sample that stops compiling breaks the build.
         .target(
             name: "DocSamples",
-            dependencies: ["Courier", "CourierImages", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Courier", "CourierImages", "CourierPostgres",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -132,7 +154,9 @@ let package = Package(
             dependencies: [
                 "Courier",
                 "CourierImages",
+                "CourierPostgres",
                 "CourierTestServer",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 // The CLI tests run the built binary; depending on it makes `swift test` build it.
                 "courier",
                 "courier-outbox-child",

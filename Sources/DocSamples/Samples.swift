@@ -4,7 +4,9 @@
 import Courier
 import CourierImages
 import Foundation
+import CourierPostgres
 import Logging
+import PostgresNIO
 
 // README.md, sample 1
 func sample_README_1() async throws {
@@ -603,5 +605,16 @@ func sample_Images_6() async throws {
     func makeThumbnail(of upload: Data) throws -> Data {
         let image = try ImageDecoders.decode(upload, options: ImageDecodingOptions(targetMaxPixelSize: 256))
         return try image.thumbnail(Thumbnail(maxPixelSize: 256)).encoded(as: .jpeg(quality: 85))
+    }
+}
+
+// Sources/CourierPostgres/CourierPostgres.docc/RunningAFleet.md, sample 1
+func sample_RunningAFleet_1() async throws {
+
+    func makePaymentsEngine(database: PostgresClient) -> NetworkEngine {
+        NetworkEngine(host: "payments.example.com", configuration: .init {
+            $0.outbox = .postgres(client: database, name: "payments")
+            $0.outboxName = "payments"
+        })
     }
 }

@@ -13,16 +13,40 @@ struct OutboxCommand: AsyncParsableCommand {
     /// options it was given; `outbox flush` replays every pipeline's requests of the origins it flushes.
     static let pipelineName = "courier"
 
-    /// `--data-dir DIR`, shared by `post` and the subcommands.
+    /// `--data-dir DIR`, or `--database postgres://…`: where the outbox is, shared by `post` and the subcommands.
     struct DataDirectoryOption: ParsableArguments {
         @Option(help: ArgumentHelp("The data directory holding the outbox (default: the platform data directory).", valueName: "dir"))
         var dataDir: String?
 
+        @Option(help: ArgumentHelp(
+            "A PostgreSQL outbox instead, shared by many instances: postgres://user@host:port/database. The password comes from PGPASSWORD or --password-file, never from the URL.",
+            valueName: "url"))
+        var database: String?
+
+        @Option(help: ArgumentHelp("A file holding the PostgreSQL password (its first line).", valueName: "file"))
+        var passwordFile: String?
+
+        @Option(help: ArgumentHelp("The PostgreSQL outbox's name (its table is courier_outbox_<name>).", valueName: "name"))
+        var outboxName: String = "courier"
+
         var url: URL { dataDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? Outbox.defaultDirectory }
 
-        func open() throws -> Outbox {
+        /// Where the outbox is; a PostgreSQL client is made and run for the rest of the process.
+        func location() throws -> OutboxLocation {
+            guard let database else { return .sqlite(directory: url) }
             do {
-                return try Outbox(directory: url)
+                return try PostgresOutboxOption.location(url: database, passwordFile: passwordFile, name: outboxName)
+            } catch let failure as CLIFailure {
+                throw failure
+            } catch {
+                throw CLIFailure(exitCode: 1, message: "\(error)")
+            }
+        }
+
+        func open() throws -> Outbox {
+            let location = try location()
+            do {
+                return try Outbox(location)
             } catch {
                 throw CLIFailure(exitCode: 1, message: error.description)
             }
@@ -68,11 +92,12 @@ struct OutboxCommand: AsyncParsableCommand {
 
         nonisolated func flush() async throws {
             let fields = try RequestOptions.fields(RequestOptions.parse(headers))
+            let location = try options.location()
             let outbox = try options.open()
             let origins = Set(outbox.entries.filter { $0.state == .pending }.map { OutboxCommand.origin(of: $0.url) })
             for origin in origins.sorted() {
                 let engine = NetworkEngine(baseURL: origin, configuration: .init {
-                    $0.dataDirectory = options.url
+                    $0.outbox = location
                     $0.replaysOutbox = false
                     // An operator's flush, given the credentials (-H): every frozen request of the origin,
                     // whichever engine or tool froze it.

@@ -51,8 +51,9 @@ struct PostCommand: AsyncParsableCommand {
             }
             body = .form(form)
         }
+        let outboxLocation = try dataDirectory.location()
         let engine = try options.makeEngine {
-            $0.dataDirectory = dataDirectory.url
+            $0.outbox = outboxLocation
             $0.replaysOutbox = false
             // One pipeline for the tool: `courier outbox flush` (whose -H, --bearer and --retry may differ)
             // replays what any `courier post --freezable` froze.

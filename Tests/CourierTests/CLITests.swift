@@ -21,6 +21,10 @@ struct CLITests {
     }
 
     func courier(_ arguments: String...) async throws -> Run {
+        try await courier(arguments)
+    }
+
+    func courier(_ arguments: [String]) async throws -> Run {
         let process = Process()
         process.executableURL = Self.binary
         process.arguments = arguments

@@ -151,7 +151,7 @@ struct OutboxDamageTests {
         try await Self.writeDatabase(in: directory, rows: 0)
         try database.insert(record("after"))
         #expect(database.records().map(\.id) == ["after"], "written to the database now in place, not the one set aside")
-        #expect(database.damageReports.withLockedValue { $0 }.isEmpty, "not damage this process found")
+        #expect(database.damageReports.isEmpty, "not damage this process found")
     }
 
     /// Runs a Python snippet with `argv[1]` = the database path.
@@ -186,7 +186,7 @@ struct OutboxDamageTests {
 
         try database.insert(record("kept"))
         #expect(database.records().map(\.id) == ["kept"], "the request is kept, in a fresh outbox")
-        let report = try #require(database.damageReports.withLockedValue { $0 }.first)
+        let report = try #require(database.damageReports.first)
         #expect(report.code == .outboxUnavailable && report.message.contains("set aside"))
         #expect(OutboxDatabase.setAsideFiles(in: directory).count == 1)
     }

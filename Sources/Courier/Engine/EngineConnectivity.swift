@@ -43,7 +43,8 @@ final class EngineConnectivity: Sendable {
     let reachability: any Reachability
     let concurrency: ConnectionConcurrency
     let wifiOnlyMode: Bool
-    let dataDirectory: URL?
+    /// Where the engine's outbox is; `nil` for none.
+    let outboxLocation: OutboxLocation?
     let retry: OutboxRetry
     let replaysAutomatically: Bool
     let callbackQueue: DispatchQueue
@@ -66,7 +67,7 @@ final class EngineConnectivity: Sendable {
         self.pipeline = origin.map { OutboxPipeline(origin: $0, configuration: configuration, defaultHeaders: defaultHeaders) }
         self.concurrency = configuration.concurrency
         self.wifiOnlyMode = configuration.wifiOnlyMode
-        self.dataDirectory = configuration.dataDirectory
+        self.outboxLocation = configuration.outbox
         self.retry = configuration.outboxRetry
         self.replaysAutomatically = configuration.replaysOutbox
         self.callbackQueue = configuration.callbackQueue
@@ -98,10 +99,10 @@ final class EngineConnectivity: Sendable {
             state.makeReplay = makeReplay
         }
         // An outbox left by an earlier run is looked for and opened on the outbox's I/O queue: making an
-        // engine never waits for the disk.
-        guard replaysAutomatically, origin != nil, let dataDirectory else { return }
+        // engine never waits for the disk or a server.
+        guard replaysAutomatically, origin != nil, let outboxLocation else { return }
         OutboxDatabase.io.async { [weak self] in
-            guard let self, OutboxDatabase.exists(at: dataDirectory) else { return }
+            guard let self, outboxLocation.exists() else { return }
             _ = self.replayer()
         }
     }
@@ -169,7 +170,7 @@ final class EngineConnectivity: Sendable {
         apply()
         if status.isReachable { return .go }
         let (isFreezable, isReplay, timeout) = operation.storage.withLockedValue { ($0.isFreezable, $0.isReplay, $0.connectivityTimeout) }
-        if isFreezable && !isReplay && dataDirectory != nil { return .freeze }
+        if isFreezable && !isReplay && outboxLocation != nil { return .freeze }
         if timeout != nil {
             hold(operation)
             return .held
@@ -202,7 +203,7 @@ final class EngineConnectivity: Sendable {
         // Only if its request has not started meanwhile (decided under the queue's lock): a request on
         // the wire is left to finish, never aborted and then frozen or failed.
         operation.storage.withLockedValue { storage in
-            if storage.isFreezable && !storage.isReplay && dataDirectory != nil {
+            if storage.isFreezable && !storage.isReplay && outboxLocation != nil {
                 storage.queueExit = .freeze
             } else if storage.connectivityTimeout != nil {
                 storage.queueExit = .hold
@@ -255,18 +256,17 @@ final class EngineConnectivity: Sendable {
 
     // MARK: Outbox
 
-    /// The outbox of the engine's data directory, opened on first use; `nil` without a data directory
-    /// or when it cannot be opened.
-    func outboxDatabase() -> OutboxDatabase? {
+    /// The engine's outbox, opened on first use; `nil` without one or when it cannot be opened.
+    func outboxDatabase() -> (any OutboxStore)? {
         try? openOutbox()
     }
 
-    /// The outbox of the engine's data directory, opened on first use; `nil` without a data directory.
-    /// - Throws: ``NetworkError/Code/outboxUnavailable`` when it cannot be opened (a damaged one is set
-    ///   aside and a fresh one made instead: that is reported, not thrown).
-    func openOutbox() throws(NetworkError) -> OutboxDatabase? {
-        guard let dataDirectory else { return nil }
-        return try OutboxDatabase.open(at: dataDirectory, logger: logger)
+    /// The engine's outbox, opened on first use; `nil` without one.
+    /// - Throws: ``NetworkError/Code/outboxUnavailable`` when it cannot be opened (a damaged SQLite one is
+    ///   set aside and a fresh one made instead: that is reported, not thrown).
+    func openOutbox() throws(NetworkError) -> (any OutboxStore)? {
+        guard let outboxLocation else { return nil }
+        return try outboxLocation.open(logger)
     }
 
     /// The engine's replayer, made on first need (only when the engine replays automatically, unless
@@ -279,6 +279,7 @@ final class EngineConnectivity: Sendable {
             if let replayer = state.replayer { return (replayer, false) }
             guard let makeOperation = state.makeReplay else { return (nil, false) }
             let replayer = OutboxReplayer(database: database, pipeline: pipeline, retry: retry, isReachable: isReachable, makeOperation: makeOperation)
+            database.listeners.register(replayer)
             state.replayer = replayer
             return (replayer, true)
         }

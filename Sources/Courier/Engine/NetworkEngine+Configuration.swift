@@ -92,9 +92,16 @@ extension NetworkEngine {
         /// Send nothing over cellular: while the link is cellular the engine's work waits (width 0) and
         /// goes when Wi-Fi or a wired link comes.
         public var wifiOnlyMode = false
-        /// Where the engine's outbox of frozen requests lives: ``Outbox/defaultDirectory`` by default;
+        /// Where the engine's outbox of frozen requests lives: an SQLite database in
+        /// ``Outbox/defaultDirectory`` by default, or a server many instances share (`CourierPostgres`);
         /// `nil` for no outbox (freezable operations then fail like the others).
-        public var dataDirectory: URL? = Outbox.defaultDirectory
+        public var outbox: OutboxLocation? = .sqlite(directory: Outbox.defaultDirectory)
+        /// The data directory of the engine's SQLite outbox (``outbox``): setting it makes the outbox an
+        /// SQLite one there, `nil` none at all; `nil` too when the outbox is on a server.
+        public var dataDirectory: URL? {
+            get { outbox?.directory }
+            set { outbox = newValue.map { .sqlite(directory: $0) } }
+        }
         /// Credentials added to every request the engine sends, replays of frozen requests included
         /// (credentials are never written to the outbox, so this is how a replay after a restart gets them
         /// back). Called with the request's URL just before the request goes out (not when it is

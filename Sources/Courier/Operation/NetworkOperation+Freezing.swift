@@ -149,7 +149,7 @@ extension NetworkOperation {
             finish(.failure(error ?? NetworkError(.invalidURL, "the request has no URL to freeze", url: urlString)))
             return
         }
-        let database: OutboxDatabase
+        let database: any OutboxStore
         do {
             guard let opened = try connectivity.openOutbox() else {
                 finish(.failure(error ?? NetworkError(.outboxUnavailable, "this engine has no outbox (no data directory)", url: urlString)))
@@ -164,23 +164,18 @@ extension NetworkOperation {
         let key = headers[.idempotencyKey] ?? UUID().uuidString.lowercased()
         var fields = headers   // the outbox removes credentials as it writes
         fields[.idempotencyKey] = key
-        // The body first: a file or a form's files are copied (complete and synced) before the row exists.
-        let frozenBody: OutboxBodyStore.Frozen
-        do {
-            frozenBody = try database.bodies.freeze(
-                bytes: body, source: bodySource, id: id, limit: context.configuration.maximumFrozenBodySize)
-        } catch let bodyError {
-            finish(.failure(Self.notKept(bodyError, after: error, url: urlString)))
-            return
-        }
-        let record = OutboxRecord(
-            id: id, origin: OutboxRecord.origin(of: url), method: method, url: url, headers: fields, body: frozenBody.bytes,
-            frozenBody: frozenBody.layout, idempotencyKey: key, createdAt: now, expiresAt: ttl.map { now + $0.seconds },
+        let draft = OutboxRecord(
+            id: id, origin: OutboxRecord.origin(of: url), method: method, url: url, headers: fields, body: nil,
+            idempotencyKey: key, createdAt: now, expiresAt: ttl.map { now + $0.seconds },
             maximumAttempts: attempts, attempts: error?.response == nil ? 0 : 1, nextAttemptAt: now + (retryAfter ?? 0),
             lastStatus: error?.response?.statusCode, lastError: error?.description, orderingKey: orderingKey,
             pipeline: context.connectivity.pipeline?.identity)
+        // The store keeps the body first (a file or a form's files are copied, complete and synced, before the
+        // row exists), then commits the row.
+        let record: OutboxRecord
         do {
-            try database.insertFrozen(record)
+            record = try database.insertFrozen(
+                draft, bytes: body, source: bodySource, limit: context.configuration.maximumFrozenBodySize)
         } catch let outboxError {
             finish(.failure(Self.notKept(outboxError, after: error, url: urlString)))
             return
@@ -266,14 +261,14 @@ extension NetworkOperation {
     /// frozen file or form is streamed from the outbox's copies, as a live upload would be.
     static func replay(of record: OutboxRecord, context: OperationContext) -> NetworkOperation {
         let database = context.connectivity.outboxDatabase()
-        let contentType = record.headers[.contentType]
         let body: RequestBody?
-        if let layout = record.frozenBody {
-            body = database.map { layout.requestBody(copiesIn: $0.bodies.folder(for: record.id), bytes: record.body, contentType: contentType) }
-                // Never sent without the body it was frozen with.
-                ?? RequestBody(storage: .invalid(NetworkError(.outboxUnavailable, "the outbox holding the frozen body cannot be opened")), contentType: nil)
+        if let database {
+            body = database.requestBody(of: record)
+        } else if record.frozenBody != nil {
+            // Never sent without the body it was frozen with.
+            body = RequestBody(storage: .invalid(NetworkError(.outboxUnavailable, "the outbox holding the frozen body cannot be opened")), contentType: nil)
         } else {
-            body = record.body.map { RequestBody.data($0, contentType: contentType ?? "application/octet-stream") }
+            body = record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
         }
         // Sensitive fields never reach the outbox: a replay takes them from the operation that froze, while
         // it is alive in this process, else from the engine's default headers, and those only for the

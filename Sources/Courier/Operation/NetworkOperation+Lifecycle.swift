@@ -95,7 +95,7 @@ extension NetworkOperation {
             let interceptors = InterceptorChain(
                 interceptors: context.configuration.pipeline(adding: storage.interceptors), isReplay: storage.isReplay,
                 engineOrigin: context.connectivity.origin,
-                freezesWhenOffline: storage.isFreezable && !storage.isReplay && context.connectivity.dataDirectory != nil)
+                freezesWhenOffline: storage.isFreezable && !storage.isReplay && context.connectivity.outboxLocation != nil)
             var prepared = makePreparedRequest(
                 headers: storage.headers, redirects: storage.redirects, decompression: storage.decompression,
                 timeouts: storage.timeouts ?? context.configuration.timeouts, destination: destination,

@@ -14,7 +14,7 @@ import Foundation
 ///   {"name":"album","offset":0,"length":7},
 ///   {"name":"photo","filename":"beach.jpg","contentType":"image/jpeg","copy":"part-1","size":48213}]}
 /// ```
-struct FrozenBody: Codable, Sendable, Equatable {
+package struct FrozenBody: Codable, Sendable, Equatable {
     /// What the body was.
     enum Kind: String, Codable, Sendable {
         /// `RequestBody.file`: one part, a copy, no framing.

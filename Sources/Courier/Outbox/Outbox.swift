@@ -12,7 +12,7 @@ public import Logging
 /// ```
 /// One outbox per directory, shared by every engine and process that uses it.
 public final class Outbox: Sendable {
-    let database: OutboxDatabase
+    let database: any OutboxStore
 
     /// Opens (creating if needed, with owner-only permissions) the outbox in a directory.
     ///
@@ -28,7 +28,17 @@ public final class Outbox: Sendable {
         database = try OutboxDatabase.open(at: directory, logger: logger)
     }
 
-    init(database: OutboxDatabase) { self.database = database }
+    /// Opens the outbox at a location: an SQLite data directory, or a server (`CourierPostgres`).
+    ///
+    /// - Parameters:
+    ///   - location: Where the outbox is.
+    ///   - logger: Told (at error level) when an SQLite outbox is found damaged and set aside.
+    /// - Throws: ``NetworkError`` with ``NetworkError/Code/outboxUnavailable`` when it cannot be opened.
+    public init(_ location: OutboxLocation, logger: Logger? = nil) throws(NetworkError) {
+        database = try location.open(logger)
+    }
+
+    init(database: any OutboxStore) { self.database = database }
 
     /// The platform's data directory for Courier: `$XDG_DATA_HOME/courier` or `~/.local/share/courier`
     /// on Linux, `Application Support/courier` on Apple platforms.
@@ -37,7 +47,7 @@ public final class Outbox: Sendable {
     }
 
     /// The directory the outbox lives in.
-    public var directory: URL { database.directory }
+    public var directory: URL { database.location }
 
     /// Every entry, oldest first: pending ones and dead letters.
     public var entries: [OutboxEntry] { database.records().map(\.entry) }
@@ -92,11 +102,11 @@ public final class Outbox: Sendable {
     /// ```swift
     /// for report in outbox.damageReports { showAlert("Some offline changes may be lost: \(report.message)") }
     /// ```
-    public var damageReports: [NetworkError] { database.damageReports.withLockedValue { $0 } }
+    public var damageReports: [NetworkError] { database.damageReports }
 
     /// The damaged outboxes set aside in this directory (by any process, at any time), oldest first.
     /// They stay until you remove them.
-    public var setAsideDatabases: [URL] { OutboxDatabase.setAsideFiles(in: database.directory) }
+    public var setAsideDatabases: [URL] { database.setAsideDatabases }
 
     /// Every event about this outbox in this process, from now on (an engine's
     /// ``NetworkEngine/outboxEvents`` has those of its host).

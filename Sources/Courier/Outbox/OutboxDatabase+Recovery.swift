@@ -185,7 +185,7 @@ extension OutboxDatabase {
 
     /// Reports damage: kept for ``damageReports``, and logged.
     func reportDamage(_ report: NetworkError) {
-        damageReports.withLockedValue { $0.append(report) }
+        damageLog.withLockedValue { $0.append(report) }
         // An error-level message, unlike the library's others: requests a user asked to keep may be lost.
         logger?.error("courier outbox damaged and set aside", metadata: [
             "courier-outbox": "\(directory.path)", "courier-error": "\(report.message)",
@@ -233,13 +233,12 @@ extension OutboxDatabase {
         guard let reports else { return }
         for report in reports { reportDamage(report) }
         // Operations of this process waiting for rows of the old database hear that they are lost.
-        let waiting = listeners.withLockedValue { listeners in
-            listeners.operations.filter { listeners.replays[$0.key] == nil }
+        let waiting = listeners.state.withLockedValue { state in
+            state.operations.keys.filter { state.replays[$0] == nil }
         }
         let present = Set(records().map(\.id))
-        for (id, _) in waiting where !present.contains(id) {
-            detachOperation(for: id)?.finish(.failure(NetworkError(
-                .outboxUnavailable, "its outbox was damaged and set aside; it will not be sent", url: nil)))
+        for id in waiting where !present.contains(id) {
+            listeners.operationLost(id, because: "its outbox was damaged and set aside; it will not be sent")
         }
     }
 }

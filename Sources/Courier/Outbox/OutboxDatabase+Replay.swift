@@ -4,16 +4,6 @@ import GRDB
 // The replayer's side of the outbox: choosing and claiming heads, leases, recording outcomes. Every
 // decision is ReplayStateMachine's; this is the transaction around it.
 extension OutboxDatabase {
-    /// What ``claimHead(_:claim:now:lease:)`` found.
-    enum ClaimResult {
-        /// The head row, what to do with it, and the record (claimed when the decision is `.send`).
-        case head(ReplayStateMachine.Head, ReplayStateMachine.HeadDecision, OutboxRecord)
-        /// Nothing pending for the pipeline.
-        case empty
-        /// The database could not be read or written (busy past its timeout, disk full, damaged).
-        case failed(String)
-    }
-
     /// How long a finished row is kept, so that an operation of another process waiting for it learns
     /// its outcome (see OutboxDatabase+Watch) before it is swept away.
     static let outcomeRetention: Double = 86_400
@@ -23,7 +13,7 @@ extension OutboxDatabase {
     /// it (lease) or dead-letters it. Attempts are counted when a request really reaches the server
     /// (``complete(id:_:status:error:counted:now:)``), not here. A pipeline replays the rows it froze and
     /// the rows of its origin that earlier versions wrote without a pipeline; never another pipeline's.
-    func claimHead(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) -> ClaimResult {
+    func claimHead(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) -> OutboxClaimResult {
         let origin = pipeline.origin
         followIfSetAside()
         do {
@@ -36,7 +26,7 @@ extension OutboxDatabase {
                 }
             }
             return try pool.writeWithoutTransaction { db in
-                var result = ClaimResult.empty
+                var result = OutboxClaimResult.empty
                 try db.inTransaction(.immediate) {
                     try db.execute(sql: "DELETE FROM outbox WHERE outcome IS NOT NULL AND finishedAt < ?",
                                    arguments: [now - Self.outcomeRetention])

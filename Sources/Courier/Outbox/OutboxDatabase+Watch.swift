@@ -16,14 +16,9 @@ extension OutboxDatabase {
     /// How often the database files are checked while operations wait.
     static let watchInterval: DispatchTimeInterval = .milliseconds(500)
 
-    /// Starts the watch if an operation waits and it is not running yet.
-    func watchIfNeeded() {
-        let start = listeners.withLockedValue { listeners -> Bool in
-            guard !listeners.isWatching, !listeners.operations.isEmpty else { return false }
-            listeners.isWatching = true
-            return true
-        }
-        if start { scheduleWatch() }
+    /// Starts the watch (an operation waits, and it was not running).
+    func startWatching() {
+        scheduleWatch()
     }
 
     private func scheduleWatch() {
@@ -31,19 +26,11 @@ extension OutboxDatabase {
     }
 
     private func watchOnce() {
-        let ids = listeners.withLockedValue { listeners -> [String]? in
-            guard !listeners.operations.isEmpty else {
-                listeners.isWatching = false
-                return nil
-            }
-            // A row this process is replaying is settled by its replayer.
-            return listeners.operations.keys.filter { listeners.replays[$0] == nil }
-        }
-        guard let ids else { return }
+        guard let ids = listeners.watchedRows() else { return }
         let stamp = filesStamp()
-        let changed = listeners.withLockedValue { listeners in
-            defer { listeners.watchedStamp = stamp }
-            return listeners.watchedStamp != stamp || stamp.isEmpty
+        let changed = listeners.state.withLockedValue { state in
+            defer { state.watchedStamp = stamp }
+            return state.watchedStamp != stamp || stamp.isEmpty
         }
         if changed, !ids.isEmpty { settle(ids) }
         scheduleWatch()
@@ -77,31 +64,6 @@ extension OutboxDatabase {
             guard let id = try? row.decode(String.self, forColumn: "id") else { continue }
             found[id] = (OutboxRecord(row: row), try? row.decode(String?.self, forColumn: "outcome"))
         }
-        for id in ids {
-            guard let (record, outcome) = found[id] else {
-                // Gone: dropped or cleared by another process.
-                operationDropped(id)
-                continue
-            }
-            guard let record else { continue }
-            let response = NetworkResponse(status: HTTPResponse.Status(code: record.lastStatus ?? 200), url: record.url)
-            switch outcome {
-            case "delivered"?:
-                guard let operation = detachOperation(for: id) else { continue }
-                publish(.delivered(record.entry.with(state: .delivered), response), origin: record.origin)
-                operation.finish(.success(response))
-            case "failed"?:
-                guard let operation = detachOperation(for: id) else { continue }
-                publish(.failedPermanently(record.entry.with(state: .failedPermanently), response), origin: record.origin)
-                operation.finish(.failure(NetworkError(
-                    .unacceptableStatus, "the server refused the frozen request with \(response.statusCode)",
-                    url: record.url.absoluteString, response: response)))
-            default:
-                guard let reason = record.deadReason, let operation = detachOperation(for: id) else { continue }
-                publish(.deadLettered(record.entry), origin: record.origin)
-                let why = reason.explanation(attempts: record.attempts, detail: record.lastError)
-                operation.finish(.failure(NetworkError(.deadLettered, "the frozen request was given up: \(why)", url: record.url.absoluteString)))
-            }
-        }
+        listeners.settle(ids, found: found)
     }
 }

@@ -14,39 +14,26 @@ import Darwin
 ///
 /// Each row is committed before anyone is told a request was frozen. Credentials never reach it:
 /// ``insert(_:)`` removes them (see ``CredentialFields``), whoever built the record.
-final class OutboxDatabase: Sendable {
+final class OutboxDatabase: OutboxStore {
     let directory: URL
     /// The database, and the identity of its file: replaced when the file turns out damaged and is set
     /// aside (here or by another process; see OutboxDatabase+Recovery).
     let store: NIOLockedValueBox<Store>
     /// The damage found in this directory's outbox by this process, oldest first (see OutboxDatabase+Recovery).
-    let damageReports = NIOLockedValueBox<[NetworkError]>([])
+    let damageLog = NIOLockedValueBox<[NetworkError]>([])
     let logger: Logger?
     /// This process's name on leases: `pid:random`.
     let owner: String
     /// The copies of frozen files and forms' files, in `bodies/` (see ``OutboxBodyStore``).
     let bodies: OutboxBodyStore
 
-    struct Listeners {
-        var streams: [Int: (origin: String?, continuation: AsyncStream<OutboxEvent>.Continuation)] = [:]
-        var nextKey = 0
-        /// Frozen operations whose handlers still listen, by row id.
-        var operations: [String: NetworkOperation] = [:]
-        /// Replays of this process on their way, by row id, and whether a drop was asked for meanwhile.
-        var replays: [String: (operation: NetworkOperation, dropRequested: Bool)] = [:]
-        /// Whether the cross-process watch runs, and the files' state it last saw (see OutboxDatabase+Watch).
-        var isWatching = false
-        var watchedStamp: [Int64] = []
-    }
-
-    let listeners = NIOLockedValueBox(Listeners())
+    let listeners = OutboxListeners()
     /// Where opening an outbox and an operation's own writes (freezing, dropping) run: never a caller's
     /// thread nor the cooperative pool. Serial, so one operation's freeze and drop keep their order.
     static let io = DispatchQueue(label: "courier.outbox.io")
     /// Where this outbox's replays run (claims, outcomes), drops and the cross-process watch: one outbox's
     /// slow disk never holds back another's, and a drop never falls between a claim and its send.
     let work = DispatchQueue(label: "courier.outbox.work")
-    private static let workKey = DispatchSpecificKey<ObjectIdentifier>()
     /// Where lease renewals run, so that a renewal never waits behind a claim.
     let leases = DispatchQueue(label: "courier.outbox.leases")
 
@@ -86,11 +73,15 @@ final class OutboxDatabase: Sendable {
         try fileManager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
         let (store, damage) = try Self.openStore(in: directory)
         self.store = NIOLockedValueBox(store)
-        work.setSpecific(key: Self.workKey, value: ObjectIdentifier(self))
+        claimWorkQueue(work)
         for report in damage { reportDamage(report) }
         // Copies left by a crash between copying a body and committing (or removing) its row.
         bodies.sweep { liveRowIDs() }
     }
+
+    var location: URL { directory }
+    var damageReports: [NetworkError] { damageLog.withLockedValue { $0 } }
+    var setAsideDatabases: [URL] { Self.setAsideFiles(in: directory) }
 
     /// The database connection pool (the current one: see ``store``).
     var pool: DatabasePool { store.withLockedValue { $0.pool } }
@@ -178,6 +169,25 @@ final class OutboxDatabase: Sendable {
     /// - Parameter record: The row.
     /// - Throws: ``NetworkError/Code/outboxUnavailable`` when the row cannot be committed or its copy is lost
     ///   (nothing of it is left in the outbox).
+    func insertFrozen(_ record: OutboxRecord, bytes: Data?, source: RequestBodySource?, limit: Int) throws(NetworkError) -> OutboxRecord {
+        // The body first: a file or a form's files are copied (complete and synced) before the row exists.
+        let frozen = try bodies.freeze(bytes: bytes, source: source, id: record.id, limit: limit)
+        var record = record
+        record.body = frozen.bytes
+        record.frozenBody = frozen.layout
+        try insertFrozen(record)
+        return record
+    }
+
+    /// The body of a row: its bytes, or a file or form rebuilt from the row's copies.
+    func requestBody(of record: OutboxRecord) -> RequestBody? {
+        let contentType = record.headers[.contentType]
+        if let layout = record.frozenBody {
+            return layout.requestBody(copiesIn: bodies.folder(for: record.id), bytes: record.body, contentType: contentType)
+        }
+        return record.body.map { RequestBody.data($0, contentType: contentType ?? "application/octet-stream") }
+    }
+
     func insertFrozen(_ record: OutboxRecord) throws(NetworkError) {
         do {
             try insert(record)
@@ -197,7 +207,7 @@ final class OutboxDatabase: Sendable {
     // MARK: Reading and managing
 
     /// Every row (of one origin, if given), oldest first; damaged rows are left out.
-    func records(origin: String? = nil) -> [OutboxRecord] {
+    func records(origin: String?) -> [OutboxRecord] {
         let rows: [Row] = (try? withRecovery { pool in try pool.read { db in
             if let origin {
                 return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE origin = ? AND outcome IS NULL ORDER BY seq", arguments: [origin])
@@ -240,22 +250,8 @@ final class OutboxDatabase: Sendable {
         onWork { dropOnWork(id: id) }
     }
 
-    /// Runs `body` on the work queue (at once when already there) and returns its value.
-    func onWork<Value>(_ body: () -> Value) -> Value {
-        if DispatchQueue.getSpecific(key: Self.workKey) == ObjectIdentifier(self) { return body() }
-        return work.sync(execute: body)
-    }
-
     private func dropOnWork(id: String) -> Bool {
-        let replay = listeners.withLockedValue { listeners -> NetworkOperation? in
-            guard listeners.replays[id] != nil else { return nil }
-            listeners.replays[id]?.dropRequested = true
-            return listeners.replays[id]?.operation
-        }
-        if let replay {
-            replay.context.queue.cancelIfNotStarted(replay)
-            return true
-        }
+        if dropReplayInFlight(id) { return true }
         let removed = (try? pool.write { db in
             try db.execute(sql: "DELETE FROM outbox WHERE id = ? AND outcome IS NULL", arguments: [id])
             return db.changesCount > 0
@@ -263,7 +259,7 @@ final class OutboxDatabase: Sendable {
         if removed {
             // After the commit: a row never points at a removed copy.
             bodies.remove(id)
-            operationDropped(id)
+            listeners.operationDropped(id)
         } else {
             // Already settled (perhaps by another process): the waiting operation hears what happened.
             settle([id])
@@ -283,7 +279,7 @@ final class OutboxDatabase: Sendable {
         for id in ids where dropOnWork(id: id) { count += 1 }
         // Rows that could not be read go too (but not a row whose replay is on the wire: that one decides
         // for itself); finished rows stay for their retention.
-        let inFlight = listeners.withLockedValue { Array($0.replays.keys) }
+        let inFlight = listeners.replaying
         count += (try? pool.write { db in
             try db.execute(sql: "DELETE FROM outbox WHERE outcome IS NULL AND id NOT IN (SELECT value FROM json_each(?))",
                            arguments: [String(decoding: try JSONEncoder().encode(inFlight), as: UTF8.self)])
@@ -294,64 +290,10 @@ final class OutboxDatabase: Sendable {
         return count
     }
 
-    func operationDropped(_ id: String) {
-        detachOperation(for: id)?.finish(.failure(NetworkError(.cancelled, "its outbox entry was dropped", url: nil)))
-    }
-
     /// Whether a lease owner (`pid:random`) may still be alive: this process, or a process that exists.
     static func isAlive(_ owner: String) -> Bool {
         guard let pidText = owner.split(separator: ":").first, let pid = Int32(pidText) else { return false }
         if pid == getpid() { return true }
         return kill(pid, 0) == 0 || errno == EPERM
-    }
-
-    // MARK: Listeners
-
-    /// Events about rows of an origin (all origins with `nil`), from now on.
-    func events(origin: String?) -> AsyncStream<OutboxEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: OutboxEvent.self, bufferingPolicy: .bufferingNewest(4096))
-        listeners.withLockedValue { listeners in
-            let key = listeners.nextKey
-            listeners.nextKey += 1
-            listeners.streams[key] = (origin, continuation)
-            continuation.onTermination = { [weak self] _ in _ = self?.listeners.withLockedValue { $0.streams.removeValue(forKey: key) } }
-        }
-        return stream
-    }
-
-    func publish(_ event: OutboxEvent, origin: String) {
-        listeners.withLockedValue { listeners in
-            for (filter, continuation) in listeners.streams.values where filter == nil || filter == origin {
-                continuation.yield(event)
-            }
-        }
-    }
-
-    /// Remembers a frozen operation whose handlers wait for its outcome.
-    func attach(_ operation: NetworkOperation, to id: String) {
-        listeners.withLockedValue { $0.operations[id] = operation }
-        watchIfNeeded()
-    }
-
-    /// A replay of this process is on its way for a row (a drop meanwhile waits for its outcome).
-    func replayStarted(_ operation: NetworkOperation, for id: String) {
-        listeners.withLockedValue { $0.replays[id] = (operation, false) }
-    }
-
-    /// The replay of a row ended; returns whether a drop was asked for meanwhile.
-    func replayEnded(for id: String) -> Bool {
-        // The removed entry (and its operation) is released after the lock, never under it.
-        let ended = listeners.withLockedValue { $0.replays.removeValue(forKey: id) }
-        return ended?.dropRequested ?? false
-    }
-
-    /// The frozen operation waiting for a row's outcome, if it is alive in this process (left in the table).
-    func attachedOperation(for id: String) -> NetworkOperation? {
-        listeners.withLockedValue { $0.operations[id] }
-    }
-
-    /// The frozen operation waiting for a row's outcome, removed from the table.
-    func detachOperation(for id: String) -> NetworkOperation? {
-        listeners.withLockedValue { $0.operations.removeValue(forKey: id) }
     }
 }

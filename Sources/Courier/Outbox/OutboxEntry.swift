@@ -93,7 +93,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
     }
 
     /// The same entry in another state.
-    func with(state: State) -> OutboxEntry {
+    package func with(state: State) -> OutboxEntry {
         OutboxEntry(
             id: id, method: method, url: url, idempotencyKey: idempotencyKey, createdAt: createdAt, attempts: attempts,
             nextAttemptAt: nextAttemptAt, state: state, lastStatus: lastStatus, lastError: lastError, orderingKey: orderingKey,
@@ -101,7 +101,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
     }
 
     /// The same entry, finished at another time.
-    func with(finishedAt: Date?) -> OutboxEntry {
+    package func with(finishedAt: Date?) -> OutboxEntry {
         OutboxEntry(
             id: id, method: method, url: url, idempotencyKey: idempotencyKey, createdAt: createdAt, attempts: attempts,
             nextAttemptAt: nextAttemptAt, state: state, lastStatus: lastStatus, lastError: lastError, orderingKey: orderingKey,

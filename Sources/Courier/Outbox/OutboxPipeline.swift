@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import HTTPTypes
 
 /// The identity of the request pipeline that froze an outbox row, and so the only one that may replay it.
@@ -13,15 +13,15 @@ import HTTPTypes
 ///
 /// A row without a pipeline (written by a version before pipelines) is replayed by any engine of its origin,
 /// as it was then.
-struct OutboxPipeline: Sendable, Hashable {
+package struct OutboxPipeline: Sendable, Hashable {
     /// The engine's `scheme://host:port`.
-    let origin: String
+    package let origin: String
     /// What the rows store: the origin, then `name:<name>` or `auto:<16 hex digits>`.
-    let identity: String
+    package let identity: String
     /// Whether this pipeline replays every row of its origin (``NetworkEngine/Configuration/replaysEveryPipeline``).
-    private(set) var replaysEveryRow = false
+    package private(set) var replaysEveryRow = false
 
-    init(origin: String, name: String) {
+    package init(origin: String, name: String) {
         self.init(origin: origin, identity: "\(origin) name:\(name)")
     }
 

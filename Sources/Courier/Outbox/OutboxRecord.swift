@@ -1,43 +1,43 @@
-import Foundation
+package import Foundation
 import GRDB
-import HTTPTypes
+package import HTTPTypes
 
 /// A row of the outbox: everything needed to send a frozen request again, minus its secrets.
-struct OutboxRecord: Sendable {
-    var id: String
-    var origin: String
-    var method: HTTPRequest.Method
-    var url: URL
+package struct OutboxRecord: Sendable {
+    package var id: String
+    package var origin: String
+    package var method: HTTPRequest.Method
+    package var url: URL
     /// The headers as frozen: credentials (``CredentialFields``) are never here.
-    var headers: HTTPFields
+    package var headers: HTTPFields
     /// The body in memory; for a frozen file or form, the bytes its ``frozenBody`` names.
-    var body: Data?
+    package var body: Data?
     /// How a file or multipart body is rebuilt from the outbox's copies; `nil` for a body in memory.
-    var frozenBody: FrozenBody?
-    var idempotencyKey: String
-    var createdAt: Double
-    var expiresAt: Double?
-    var maximumAttempts: Int?
-    var attempts = 0
-    var nextAttemptAt: Double
-    var deadReason: OutboxEntry.DeadLetterReason?
-    var lastStatus: Int?
-    var lastError: String?
+    package var frozenBody: FrozenBody?
+    package var idempotencyKey: String
+    package var createdAt: Double
+    package var expiresAt: Double?
+    package var maximumAttempts: Int?
+    package var attempts = 0
+    package var nextAttemptAt: Double
+    package var deadReason: OutboxEntry.DeadLetterReason?
+    package var lastStatus: Int?
+    package var lastError: String?
     /// The row's ordering key (``NetworkOperation/orderingKey``); `nil` for the host's lane.
-    var orderingKey: String?
+    package var orderingKey: String?
     /// The pipeline that froze the row and alone may replay it (``OutboxPipeline``); `nil` for a row
     /// written by a version before pipelines, which any engine of its origin replays.
-    var pipeline: String?
+    package var pipeline: String?
 
     /// The row's lane in ``ReplayStateMachine``: its ordering key, `""` for the host's.
-    var lane: String { orderingKey ?? "" }
+    package var lane: String { orderingKey ?? "" }
 
     /// The origin an engine replays: `scheme://host:port`, lowercased.
-    static func origin(of url: URL) -> String {
+    package static func origin(of url: URL) -> String {
         Origin(url)?.description ?? "http://:80"
     }
 
-    var entry: OutboxEntry {
+    package var entry: OutboxEntry {
         OutboxEntry(
             id: id, method: method, url: url, idempotencyKey: idempotencyKey,
             createdAt: Date(timeIntervalSince1970: createdAt), attempts: attempts,
@@ -98,7 +98,7 @@ struct OutboxRecord: Sendable {
     ///   - headers: The fields to store.
     ///   - requirements: What a reader must understand to replay the row; none for a plain row.
     /// - Returns: The column's text.
-    static func headersColumn(_ headers: HTTPFields, requirements: [String]) -> String {
+    package static func headersColumn(_ headers: HTTPFields, requirements: [String]) -> String {
         guard !requirements.isEmpty else { return DiskCacheCoding.text(of: headers) }
         let object: [String: Any] = ["requires": requirements, "fields": headers.map { [$0.name.rawName, $0.value] }]
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "[]" }
@@ -108,7 +108,7 @@ struct OutboxRecord: Sendable {
     /// Reads the `headers` column: a plain list of pairs, or an object with its requirements (see
     /// ``headersColumn(_:requirements:)``). `nil` when it cannot be read, or names a requirement this
     /// version does not know (written by a later version: never replayed as something else).
-    static func headers(fromColumn text: String) -> (HTTPFields, requirements: Set<String>)? {
+    package static func headers(fromColumn text: String) -> (HTTPFields, requirements: Set<String>)? {
         if let fields = DiskCacheCoding.headers(from: text) { return (fields, []) }
         guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
             let requirements = object["requires"] as? [String], let pairs = object["fields"] as? [[String]],
@@ -122,7 +122,7 @@ struct OutboxRecord: Sendable {
         return (fields, Set(requirements))
     }
 
-    init(
+    package init(
         id: String, origin: String, method: HTTPRequest.Method, url: URL, headers: HTTPFields, body: Data?,
         frozenBody: FrozenBody? = nil, idempotencyKey: String, createdAt: Double, expiresAt: Double?, maximumAttempts: Int?, attempts: Int = 0,
         nextAttemptAt: Double, deadReason: OutboxEntry.DeadLetterReason? = nil, lastStatus: Int? = nil, lastError: String? = nil,

@@ -17,7 +17,7 @@ final class OutboxReplayer: Sendable {
         var isStopped = false
     }
 
-    let database: OutboxDatabase
+    let database: any OutboxStore
     let pipeline: OutboxPipeline
     var origin: String { pipeline.origin }
     private let lease: Double
@@ -25,7 +25,7 @@ final class OutboxReplayer: Sendable {
     private let state: NIOLockedValueBox<State>
 
     init(
-        database: OutboxDatabase, pipeline: OutboxPipeline, retry: OutboxRetry, isReachable: Bool,
+        database: any OutboxStore, pipeline: OutboxPipeline, retry: OutboxRetry, isReachable: Bool,
         makeOperation: @escaping @Sendable (OutboxRecord) -> NetworkOperation?
     ) {
         self.database = database
@@ -163,7 +163,7 @@ final class OutboxReplayer: Sendable {
             stop()
             return false
         }
-        database.replayStarted(operation, for: record.id)
+        database.listeners.replayStarted(operation, for: record.id)
         let renewal = renewLease(of: record.id)
         operation.whenFinished { [self] result in
             renewal.cancel()
@@ -205,7 +205,7 @@ final class OutboxReplayer: Sendable {
         }
         let now = Date().timeIntervalSince1970
         // On the work queue, like drops: no drop can come between reading this and recording the outcome.
-        let dropRequested = database.replayEnded(for: record.id)
+        let dropRequested = database.listeners.replayEnded(for: record.id)
         let counted = ReplayStateMachine.countsAsAttempt(outcome)
         let (completion, next) = state.withLockedValue { state in
             let (completion, next) = state.machine.attemptFinished(

@@ -15,7 +15,7 @@
 /// - a row past its time to live, or out of attempts, or whose copied body (a frozen file or form) is
 ///   missing or damaged, moves to the dead-letter state (and its lane goes on). Only attempts that reached the server count: one that could not connect, or never
 ///   went out, does not.
-struct ReplayStateMachine {
+package struct ReplayStateMachine {
     /// Backoff settings.
     struct Backoff: Equatable {
         /// The first retry's delay before jitter, in seconds.
@@ -25,23 +25,37 @@ struct ReplayStateMachine {
     }
 
     /// Facts about the head row of a lane, read in the same transaction that may claim it.
-    struct Head: Equatable {
-        var id: String
+    package struct Head: Equatable, Sendable {
+        package var id: String
         /// The row's lane: its ordering key, `""` for the host's lane.
-        var lane: String = ""
-        var attempts: Int
-        var maximumAttempts: Int?
-        var expiresAt: Double?
-        var nextAttemptAt: Double
+        package var lane: String = ""
+        package var attempts: Int
+        package var maximumAttempts: Int?
+        package var expiresAt: Double?
+        package var nextAttemptAt: Double
         /// When another live replayer's lease on it runs out, if one holds it.
-        var leasedUntil: Double?
+        package var leasedUntil: Double?
         /// Whether the outbox's copy of its body (a frozen file or form) is whole; always for a body kept
         /// in the row.
-        var isBodyIntact = true
+        package var isBodyIntact = true
+
+        package init(
+            id: String, lane: String = "", attempts: Int, maximumAttempts: Int?, expiresAt: Double?, nextAttemptAt: Double,
+            leasedUntil: Double? = nil, isBodyIntact: Bool = true
+        ) {
+            self.id = id
+            self.lane = lane
+            self.attempts = attempts
+            self.maximumAttempts = maximumAttempts
+            self.expiresAt = expiresAt
+            self.nextAttemptAt = nextAttemptAt
+            self.leasedUntil = leasedUntil
+            self.isBodyIntact = isBodyIntact
+        }
     }
 
     /// What to do with a head row.
-    enum HeadDecision: Equatable {
+    package enum HeadDecision: Equatable, Sendable {
         /// Claim it and send it (attempt number `attempts + 1`).
         case send
         /// Move it to the dead-letter state.
@@ -51,7 +65,7 @@ struct ReplayStateMachine {
     }
 
     /// Which heads a claim looks at, and whether their retry times count.
-    struct Claim: Equatable {
+    package struct Claim: Equatable, Sendable {
         /// Lanes with a request of this replayer on its way: not looked at.
         var excluding: Set<String> = []
         /// Whether every lane's retry time is ignored (a flush).
@@ -78,7 +92,7 @@ struct ReplayStateMachine {
     }
 
     /// What becomes of a row after an attempt.
-    enum Completion: Equatable {
+    package enum Completion: Equatable, Sendable {
         /// Delivered: remove the row.
         case delivered
         /// Refused for good (a 4xx other than 401/403/408/429): remove the row.
@@ -149,7 +163,7 @@ struct ReplayStateMachine {
 
     /// Which of the lanes' heads (oldest first) a claim acts on: the first to dead-letter, else the first
     /// to send, else the one due soonest; `nil` when no lane the claim looks at has a head.
-    static func choose(_ heads: [Head], now: Double, claim: Claim) -> (head: Head, decision: HeadDecision)? {
+    package static func choose(_ heads: [Head], now: Double, claim: Claim) -> (head: Head, decision: HeadDecision)? {
         let decided = heads.filter { !claim.excluding.contains($0.lane) }.map { head in
             (head: head, decision: decide(head, now: now, ignoringSchedule: claim.ignoresSchedule(of: head.lane)))
         }

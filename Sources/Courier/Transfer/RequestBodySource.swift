@@ -9,7 +9,7 @@ import NIOFileSystem
 /// sends ``makeStream()``. A replayable source (data, file, multipart) yields the same bytes every time,
 /// so a 307/308 redirect or a retry can send it again; a one-shot stream cannot, and its second
 /// ``makeStream()`` fails with ``NetworkError/Code/bodyNotReplayable`` (check ``isReplayable`` first).
-struct RequestBodySource: Sendable {
+package struct RequestBodySource: Sendable {
     enum Kind: Sendable {
         case data(Data)
         case file(URL)

@@ -1,0 +1,56 @@
+public import Foundation
+public import Logging
+
+/// Where an engine keeps the requests it freezes (``NetworkEngine/Configuration/outbox``).
+///
+/// - ``sqlite(directory:)``, the default (in ``Outbox/defaultDirectory``): an SQLite database in a data
+///   directory, for an app or one server. Every engine and process using the directory shares it.
+/// - A server that many instances of a service share, so that what one instance froze is delivered by
+///   whichever is alive: `CourierPostgres` adds `.postgres(client:name:)`.
+///
+/// ```swift
+/// let engine = NetworkEngine(host: "api.example.com", configuration: .init {
+///     $0.outbox = .sqlite(directory: URL(fileURLWithPath: "/var/lib/orders"))
+/// })
+/// ```
+public struct OutboxLocation: Sendable, CustomStringConvertible {
+    /// The data directory of an SQLite outbox; `nil` for an outbox on a server.
+    public let directory: URL?
+    /// Where the outbox is, for messages: a path, or a server's address and the outbox's name (never a
+    /// credential).
+    public let description: String
+    let exists: @Sendable () -> Bool
+    let open: @Sendable (Logger?) throws(NetworkError) -> any OutboxStore
+
+    /// An SQLite outbox in a data directory (created, with owner-only permissions, when a request is first
+    /// frozen), shared by every engine and process that uses the directory.
+    /// - Parameter directory: The data directory.
+    /// - Returns: The location.
+    public static func sqlite(directory: URL) -> OutboxLocation {
+        OutboxLocation(
+            directory: directory, description: directory.path, exists: { OutboxDatabase.exists(at: directory) },
+            open: { logger throws(NetworkError) in try OutboxDatabase.open(at: directory, logger: logger) })
+    }
+
+    /// A location whose store another module of this package provides.
+    /// - Parameters:
+    ///   - description: Where it is, for messages (no credential).
+    ///   - exists: Whether it may hold rows already (an engine starts replaying at once when it does).
+    ///   - open: Opens the store (once per process and location is the store's business).
+    package init(
+        description: String, exists: @escaping @Sendable () -> Bool,
+        open: @escaping @Sendable (Logger?) throws(NetworkError) -> any OutboxStore
+    ) {
+        self.init(directory: nil, description: description, exists: exists, open: open)
+    }
+
+    private init(
+        directory: URL?, description: String, exists: @escaping @Sendable () -> Bool,
+        open: @escaping @Sendable (Logger?) throws(NetworkError) -> any OutboxStore
+    ) {
+        self.directory = directory
+        self.description = description
+        self.exists = exists
+        self.open = open
+    }
+}

@@ -1,0 +1,92 @@
+import Courier
+import Foundation
+import PostgresNIO
+
+// Instances tell each other through `LISTEN`/`NOTIFY` on the outbox's channel: a row committed or made
+// due wakes every idle replayer at once (no polling loop while idle); a row settled (delivered, refused,
+// dead-lettered, dropped) lets an instance whose operation waits for it learn the outcome. While the
+// listening connection is lost, the store polls slowly instead (every ``fallbackPoll``), and listens
+// again as soon as it can.
+extension PostgresOutboxStore {
+    /// What a notification says.
+    enum Notice: String, Sendable {
+        /// Rows were added or made due: replayers look for work.
+        case due
+        /// Rows were settled or removed: waiting operations look at their rows.
+        case settled
+    }
+
+    /// How often the store looks for work and outcomes while it cannot listen.
+    static let fallbackPoll: Duration = .seconds(2)
+
+    /// Tells every instance (this one included, through its own listening connection).
+    func notify(_ notice: Notice) {
+        let channel = schema.channel
+        Task { [client] in
+            _ = try? await client.query("SELECT pg_notify(\(channel), \(notice.rawValue))", logger: PostgresOutboxSchema.silent)
+        }
+    }
+
+    /// Starts the listening task (once, when the store is opened). It holds one of the client's connections
+    /// for as long as the process runs.
+    func startListening() {
+        let channel = schema.channel
+        let task = Task { [weak self] in
+            while !Task.isCancelled {
+                guard let client = self?.client else { return }
+                do {
+                    try await client.withConnection { connection in
+                        try await connection.listen(on: channel) { notifications in
+                            self?.listening(true)
+                            for try await notification in notifications {
+                                self?.heard(Notice(rawValue: notification.payload) ?? .due)
+                            }
+                        }
+                    }
+                } catch {
+                    self?.logger.debug("courier outbox stopped listening", metadata: ["courier-error": "\(Self.describe(error))"])
+                }
+                // Lost (a restarted server, a network failure): poll until listening again.
+                self?.listening(false)
+                self?.heard(.due)
+                self?.heard(.settled)
+                try? await Task.sleep(for: Self.fallbackPoll)
+            }
+        }
+        notifications.withLockedValue { $0.task = task }
+    }
+
+    private func listening(_ isListening: Bool) {
+        let wasListening = notifications.withLockedValue { state in
+            defer { state.isListening = isListening }
+            return state.isListening
+        }
+        // Back after an outage: what was frozen or settled meanwhile was not announced to this instance.
+        if isListening && !wasListening {
+            heard(.due)
+            heard(.settled)
+        }
+    }
+
+    private func heard(_ notice: Notice) {
+        switch notice {
+        case .due:
+            listeners.wakeReplayers()
+        case .settled:
+            work.async { [self] in
+                guard let ids = listeners.watchedRows(), !ids.isEmpty else { return }
+                settle(ids)
+            }
+        }
+    }
+
+    /// Operations wait for rows: notifications of settled rows now concern this instance (nothing to start,
+    /// the listening task runs anyway).
+    func startWatching() {}
+
+    /// Finishes the waiting operations whose rows another instance settled.
+    func settle(_ ids: [String]) {
+        guard let found = try? blocking({ [self] in try await schema.rows(ids: ids, client: client, logger: logger) }) else { return }
+        listeners.settle(ids, found: found)
+    }
+}

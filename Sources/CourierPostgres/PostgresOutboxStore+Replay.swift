@@ -1,0 +1,149 @@
+import Courier
+import Foundation
+import PostgresNIO
+
+// Claims, leases and outcomes. Every decision is ReplayStateMachine's; this is the transaction around it.
+// A claim reads the head (oldest pending row) of each lane with `FOR UPDATE SKIP LOCKED`: a head another
+// instance is claiming at this moment is skipped (its lane is theirs), never waited for; a head claimed
+// earlier carries a lease until it expires, and ReplayStateMachine leaves its lane alone until then. So
+// one instance replays a row at a time, and rows of one ordering key go in order.
+extension PostgresOutboxStore {
+    /// How long a finished row is kept, so that an operation of another instance waiting for it learns its outcome.
+    static let outcomeRetention: Double = 86_400
+
+    func claimHead(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) -> OutboxClaimResult {
+        do {
+            return try blocking { [self] in try await claimInTransaction(pipeline, claim: claim, now: now, lease: lease) }
+        } catch {
+            logger.debug("courier outbox claim failed", metadata: ["courier-error": "\(Self.describe(error))"])
+            return .failed(Self.describe(error))
+        }
+    }
+
+    private func claimInTransaction(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) async throws -> OutboxClaimResult {
+        let table = schema.table
+        let silent = PostgresOutboxSchema.silent
+        // Finished rows past their retention, a few at a time, skipping any another instance is removing.
+        try await client.query("""
+            DELETE FROM \(unescaped: table) WHERE seq IN (SELECT seq FROM \(unescaped: table)
+                WHERE outcome IS NOT NULL AND finished_at < \(now - Self.outcomeRetention) LIMIT 100 FOR UPDATE SKIP LOCKED)
+            """, logger: silent)
+        let owner = owner
+        let (result, damaged) = try await client.withTransaction(logger: silent) { connection -> (OutboxClaimResult, [String]) in
+            // The oldest pending row of each lane (rows without an ordering key share the host's lane).
+            let rows = try await connection.query("""
+                SELECT * FROM \(unescaped: table) WHERE seq IN (
+                    SELECT min(seq) FROM \(unescaped: table)
+                    WHERE (pipeline = \(pipeline.identity) OR (pipeline IS NULL AND origin = \(pipeline.origin))
+                            OR (\(pipeline.replaysEveryRow) AND origin = \(pipeline.origin)))
+                        AND dead_reason IS NULL AND outcome IS NULL
+                    GROUP BY coalesce(ordering_key, ''))
+                ORDER BY seq FOR UPDATE SKIP LOCKED
+                """, logger: silent)
+            var heads: [(record: OutboxRecord, leasedUntil: Double?)] = []
+            var damaged: [String] = []
+            for try await row in rows {
+                let columns = row.makeRandomAccess()
+                // Settled by another instance after this statement's snapshot chose it: not a head any more.
+                if (try? columns["outcome"].decode(String?.self)) ?? nil != nil { continue }
+                if (try? columns["dead_reason"].decode(String?.self)) ?? nil != nil { continue }
+                guard let record = PostgresOutboxSchema.record(columns) else {
+                    // A row this version cannot read is set aside (never deleted, never sent as something else).
+                    if let seq = try? columns["seq"].decode(Int.self) {
+                        try await connection.query("UPDATE \(unescaped: table) SET dead_reason = 'damaged' WHERE seq = \(seq)", logger: silent)
+                    }
+                    if let id = try? columns["id"].decode(String.self) { damaged.append(id) }
+                    continue
+                }
+                let expires = (try? columns["lease_expires"].decode(Double?.self)) ?? nil
+                heads.append((record, expires.flatMap { $0 > now ? $0 : nil }))
+            }
+            let facts = heads.map { record, leasedUntil in
+                ReplayStateMachine.Head(
+                    id: record.id, lane: record.lane, attempts: record.attempts, maximumAttempts: record.maximumAttempts,
+                    expiresAt: record.expiresAt, nextAttemptAt: record.nextAttemptAt, leasedUntil: leasedUntil, isBodyIntact: true)
+            }
+            guard let (head, decision) = ReplayStateMachine.choose(facts, now: now, claim: claim),
+                var record = heads.first(where: { $0.record.id == head.id })?.record
+            else { return (.empty, damaged) }
+            switch decision {
+            case .send:
+                try await connection.query(
+                    "UPDATE \(unescaped: table) SET lease_owner = \(owner), lease_expires = \(now + lease) WHERE id = \(record.id)",
+                    logger: silent)
+            case .deadLetter(let reason):
+                record.deadReason = reason
+                try await connection.query("""
+                    UPDATE \(unescaped: table) SET dead_reason = \(reason.rawValue), lease_owner = NULL, lease_expires = NULL
+                    WHERE id = \(record.id)
+                    """, logger: silent)
+            case .wait:
+                break
+            }
+            return (.head(head, decision, record), damaged)
+        }
+        for id in damaged {
+            listeners.operationLost(id, because: "its outbox entry cannot be read by this version and was set aside; it will not be sent")
+        }
+        if case .head(_, .deadLetter, _) = result { notify(.settled) }
+        return result
+    }
+
+    @discardableResult
+    func renewLease(id: String, until: Double) -> Bool {
+        let owner = owner
+        return (try? blocking { [self] in
+            var renewed = false
+            for try await _ in try await client.query("""
+                UPDATE \(unescaped: schema.table) SET lease_expires = \(until) WHERE id = \(id) AND lease_owner = \(owner) RETURNING id
+                """, logger: PostgresOutboxSchema.silent) {
+                renewed = true
+            }
+            return renewed
+        }) ?? false
+    }
+
+    func complete(id: String, _ completion: ReplayStateMachine.Completion, status: Int?, error: String?, counted: Bool, now: Double) {
+        let table = schema.table
+        let owner = owner
+        let added = counted ? 1 : 0
+        let silent = PostgresOutboxSchema.silent
+        let done: Void? = try? blocking { [self] in
+            switch completion {
+            case .delivered, .failedPermanently:
+                let outcome = completion == .delivered ? "delivered" : "failed"
+                // Recorded once: an instance whose lease expired and whose row another then delivered adds nothing.
+                try await client.query("""
+                    UPDATE \(unescaped: table) SET outcome = \(outcome), finished_at = \(now), last_status = \(status), last_error = \(error),
+                        attempts = attempts + \(added), body = NULL, lease_owner = NULL, lease_expires = NULL
+                    WHERE id = \(id) AND outcome IS NULL
+                    """, logger: silent)
+            case .deadLettered(let reason):
+                try await client.query("""
+                    UPDATE \(unescaped: table) SET dead_reason = \(reason.rawValue), last_status = \(status), last_error = \(error),
+                        attempts = attempts + \(added), lease_owner = NULL, lease_expires = NULL
+                    WHERE id = \(id) AND outcome IS NULL AND (lease_owner = \(owner) OR lease_owner IS NULL)
+                    """, logger: silent)
+            case .retry(let at):
+                // Only while the claim is still this instance's: another that took the row over owns its schedule.
+                try await client.query("""
+                    UPDATE \(unescaped: table) SET next_attempt_at = \(at), last_status = \(status), last_error = \(error),
+                        attempts = attempts + \(added), lease_owner = NULL, lease_expires = NULL
+                    WHERE id = \(id) AND outcome IS NULL AND (lease_owner = \(owner) OR lease_owner IS NULL)
+                    """, logger: silent)
+            }
+        }
+        if done == nil {
+            logger.debug("courier outbox outcome not recorded", metadata: ["courier-outbox-id": "\(id)"])
+        }
+        switch completion {
+        case .retry: notify(.due)
+        default: notify(.settled)
+        }
+    }
+
+    func delete(id: String) {
+        _ = try? blocking { [self] in try await schema.delete(id: id, onlyPending: false, client: client, logger: logger) }
+        notify(.settled)
+    }
+}

@@ -1,0 +1,193 @@
+import Courier
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+
+/// An outbox on PostgreSQL: one table per outbox name (``PostgresOutboxSchema``), shared by every
+/// instance of a service, each claiming rows with `FOR UPDATE SKIP LOCKED` and a lease it renews while
+/// the replay runs. New rows and outcomes are announced with `NOTIFY`, so idle instances wake at once
+/// (``PostgresOutboxStore+Notifications``).
+///
+/// The store's requirements are synchronous (``OutboxStore``): each runs its queries on the cooperative
+/// pool and waits for them on the calling thread, which is always one of the outbox's dispatch queues.
+/// A lost connection is a typed error for a freeze (``NetworkError/Code/outboxUnavailable``: the request
+/// is not reported frozen) and a failed claim for a replay (it pauses and tries again), never a crash.
+final class PostgresOutboxStore: OutboxStore {
+    let client: PostgresClient
+    let schema: PostgresOutboxSchema
+    let listeners = OutboxListeners()
+    let work = DispatchQueue(label: "courier.outbox.postgres.work")
+    let leases = DispatchQueue(label: "courier.outbox.postgres.leases")
+    let location: URL
+    var damageReports: [NetworkError] { [] }
+    var setAsideDatabases: [URL] { [] }
+    /// This instance's name on leases: host, process and a random part (a lease outlives a killed
+    /// instance only until it expires; nothing here can tell whether another machine's process is alive).
+    let owner: String
+    let logger: Logger
+    /// How long one store operation may take before it fails (a stalled server never holds a queue forever).
+    static let operationTimeout: Double = 15
+    /// The notification task and whether the store is closed.
+    let notifications = NIOLockedValueBox<(task: Task<Void, Never>?, isListening: Bool)>((nil, false))
+
+    private static let registry = NIOLockedValueBox<[String: PostgresOutboxStore]>([:])
+
+    /// The store of an outbox name on a client, opened (and its table created or migrated) once per process.
+    static func open(client: PostgresClient, name: String, location: URL, logger: Logger?) throws(NetworkError) -> PostgresOutboxStore {
+        let key = "\(ObjectIdentifier(client).hashValue) \(name)"
+        if let store = registry.withLockedValue({ $0[key] }) { return store }
+        let schema: PostgresOutboxSchema
+        do {
+            schema = try PostgresOutboxSchema(name: name)
+        } catch {
+            throw NetworkError(.outboxUnavailable, "\(error)")
+        }
+        let store = PostgresOutboxStore(client: client, schema: schema, location: location, logger: logger)
+        do {
+            try store.blocking { [schema, client] in try await schema.migrate(client) }
+        } catch {
+            throw NetworkError(.outboxUnavailable, "the PostgreSQL outbox \(name) at \(location.absoluteString) cannot be opened: \(Self.describe(error))",
+                               underlying: error)
+        }
+        let opened = registry.withLockedValue { registry -> (PostgresOutboxStore, Bool) in
+            if let existing = registry[key] { return (existing, false) }
+            registry[key] = store
+            return (store, true)
+        }
+        if opened.1 { store.startListening() }
+        return opened.0
+    }
+
+    private init(client: PostgresClient, schema: PostgresOutboxSchema, location: URL, logger: Logger?) {
+        self.client = client
+        self.schema = schema
+        self.location = location
+        self.logger = logger ?? Logger(label: "courier.outbox.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+        let host = ProcessInfo.processInfo.hostName
+        self.owner = "\(host):\(getpid()):\(UUID().uuidString.prefix(8).lowercased())"
+        claimWorkQueue(work)
+    }
+
+    /// Runs `body` on the store's own executor (threads of its own, never the cooperative pool) and waits
+    /// for it here, for at most ``operationTimeout``. The caller is one of the outbox's dispatch queues, or a
+    /// thread calling ``Outbox``'s synchronous accessors: were `body` to run on the cooperative pool, callers
+    /// blocking its few threads (an app's tasks reading ``Outbox/entries``) would leave it nowhere to run.
+    func blocking<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) throws -> Value {
+        let result = NIOLockedValueBox<Result<Value, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let task = Task(executorPreference: Self.executor) {
+            let outcome: Result<Value, any Error>
+            do {
+                outcome = .success(try await body())
+            } catch {
+                outcome = .failure(error)
+            }
+            result.withLockedValue { $0 = outcome }
+            done.signal()
+        }
+        if done.wait(timeout: .now() + Self.operationTimeout) == .timedOut {
+            task.cancel()
+            throw NetworkError(.outboxUnavailable, "the PostgreSQL server did not answer within \(Int(Self.operationTimeout)) s")
+        }
+        return try result.withLockedValue { $0! }.get()
+    }
+
+    /// A PostgreSQL error as a user reads it: the server's message, not the query (which `PSQLError` hides).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            if let message = error.serverInfo?[.message] { return "PostgreSQL: \(message)" }
+            return "PostgreSQL: \(error.code)"
+        }
+        return "\(error)"
+    }
+
+    // MARK: Writing
+
+    func insertFrozen(_ record: OutboxRecord, bytes: Data?, source: RequestBodySource?, limit: Int) throws(NetworkError) -> OutboxRecord {
+        if source != nil {
+            throw NetworkError(
+                .outboxUnavailable,
+                "a file or form body cannot be frozen into a PostgreSQL outbox yet; freeze its bytes (a body in memory) or use an SQLite outbox")
+        }
+        if let bytes, bytes.count > limit {
+            throw NetworkError(.frozenBodyTooLarge, "the body (\(bytes.count) bytes) is larger than the \(limit) bytes a frozen request may keep")
+        }
+        var record = record
+        record.body = bytes
+        record.headers = CredentialFields.removed(from: record.headers)
+        let row = record
+        do {
+            try blocking { [self] in try await schema.insert(row, client: client, logger: logger) }
+        } catch {
+            throw NetworkError(
+                .outboxUnavailable, "the request could not be written to the PostgreSQL outbox \(schema.name): \(Self.describe(error))",
+                underlying: error)
+        }
+        return record
+    }
+
+    func requestBody(of record: OutboxRecord) -> RequestBody? {
+        record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
+    }
+
+    // MARK: Reading and managing
+
+    func records(origin: String?) -> [OutboxRecord] {
+        (try? blocking { [self] in try await schema.pending(origin: origin, client: client, logger: logger) }) ?? []
+    }
+
+    func count() -> Int {
+        (try? blocking { [self] in try await schema.count(client: client, logger: logger) }) ?? 0
+    }
+
+    func finishedEntries() -> [OutboxEntry] {
+        (try? blocking { [self] in try await schema.finished(client: client, logger: logger) }) ?? []
+    }
+
+    func revive(id: String, now: Double) -> Bool {
+        onWork {
+            let revived = (try? blocking { [self] in try await schema.revive(id: id, now: now, client: client, logger: logger) }) ?? false
+            if revived { notify(.due) }
+            return revived
+        }
+    }
+
+    func drop(id: String) -> Bool {
+        onWork {
+            if dropReplayInFlight(id) { return true }
+            let removed = (try? blocking { [self] in try await schema.delete(id: id, onlyPending: true, client: client, logger: logger) }) ?? false
+            if removed {
+                listeners.operationDropped(id)
+                notify(.settled)
+            } else {
+                settle([id])
+            }
+            return removed
+        }
+    }
+
+    func clear() -> Int {
+        onWork {
+            var count = 0
+            for record in records(origin: nil) where drop(id: record.id) { count += 1 }
+            return count
+        }
+    }
+}
+
+/// Runs the store's queries off the cooperative pool (see ``PostgresOutboxStore/blocking(_:)``): each job on a
+/// concurrent dispatch queue.
+final class OutboxQueryExecutor: TaskExecutor {
+    private let queue = DispatchQueue(label: "courier.outbox.postgres.queries", attributes: .concurrent)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}
+
+extension PostgresOutboxStore {
+    static let executor = OutboxQueryExecutor()
+}

@@ -1,0 +1,202 @@
+import CourierTestServer
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import NIOConcurrencyHelpers
+import PostgresNIO
+
+/// A throwaway PostgreSQL cluster from Debian's packages (`scripts/test` installs them): `initdb` in a
+/// temporary directory, password authentication (SCRAM) for user `courier`, `pg_ctl start` on a vacant
+/// 127.0.0.1 port; ``stop()`` removes it all. As root (CI), the server runs as the `postgres` user,
+/// which the package creates: PostgreSQL refuses to run as root.
+final class PostgresServer: Sendable {
+    static let user = "courier"
+    static let password = "courier-test-password"
+
+    let port: Int
+    let folder: URL
+    let bin: URL
+
+    private init(port: Int, folder: URL, bin: URL) {
+        self.port = port
+        self.folder = folder
+        self.bin = bin
+    }
+
+    /// The newest installed server's programs (`/usr/lib/postgresql/<version>/bin`), if any.
+    static var binaries: URL? {
+        let root = URL(fileURLWithPath: "/usr/lib/postgresql")
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [])
+            .compactMap(Int.init).sorted()
+        for version in versions.reversed() {
+            let bin = root.appendingPathComponent("\(version)/bin")
+            if FileManager.default.isExecutableFile(atPath: bin.appendingPathComponent("initdb").path) { return bin }
+        }
+        return nil
+    }
+
+    static var isAvailable: Bool { binaries != nil }
+
+    /// Whether the tests must not skip for want of PostgreSQL (`scripts/test` sets it).
+    static var isRequired: Bool { ProcessInfo.processInfo.environment["COURIER_REQUIRE_POSTGRES"] == "1" }
+
+    /// The URL the CLI takes (no password: that comes from `PGPASSWORD`).
+    var url: String { "postgres://\(Self.user)@127.0.0.1:\(port)/postgres" }
+
+    /// A client of this server; run it (`client.run()`) while it is used.
+    func makeClient() -> PostgresClient {
+        var configuration = PostgresClient.Configuration(
+            host: "127.0.0.1", port: port, username: Self.user, password: Self.password, database: "postgres", tls: .disable)
+        configuration.options.connectTimeout = .seconds(3)
+        return PostgresClient(configuration: configuration)
+    }
+
+    static func start() async throws -> PostgresServer {
+        guard let bin = binaries else { throw CocoaError(.executableNotLoadable, userInfo: [NSLocalizedDescriptionKey: "PostgreSQL is not installed"]) }
+        let port = try await TestServer.vacantPort()
+        let folder = URL(fileURLWithPath: "/tmp").appendingPathComponent("courier-pg-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let passwordFile = folder.appendingPathComponent("pw")
+        try Data(Self.password.utf8).write(to: passwordFile)
+        let server = PostgresServer(port: port, folder: folder, bin: bin)
+        if getuid() == 0 { try await run("/bin/chown", ["-R", "postgres", folder.path]) }
+        try await server.pg("initdb", ["-D", server.data, "-U", user, "--pwfile", passwordFile.path, "-A", "scram-sha-256",
+                                       "-E", "UTF8", "--no-sync", "--no-instructions"])
+        try await server.pg("pg_ctl", ["-D", server.data, "-l", folder.appendingPathComponent("log").path, "-w", "-t", "30",
+                                       "-o", "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start"])
+        return server
+    }
+
+    private var data: String { folder.appendingPathComponent("data").path }
+
+    /// Stops the server at once (as a crash would) and starts it again on the same port.
+    func restart() async throws {
+        try await pg("pg_ctl", ["-D", data, "-m", "immediate", "-w", "-t", "30", "restart"])
+    }
+
+    /// Stops the server (immediately) without starting it again.
+    func halt() async throws {
+        try await pg("pg_ctl", ["-D", data, "-m", "immediate", "-w", "-t", "30", "stop"])
+    }
+
+    /// Starts a halted server again.
+    func resume() async throws {
+        try await pg("pg_ctl", ["-D", data, "-l", folder.appendingPathComponent("log").path, "-w", "-t", "30", "start"])
+    }
+
+    func stop() async {
+        _ = try? await halt()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// Runs SQL with `psql`; returns its output (unaligned, tuples only).
+    func psql(_ sql: String) async throws -> String {
+        try await Self.run("/usr/bin/psql", ["-h", "127.0.0.1", "-p", "\(port)", "-U", Self.user, "-d", "postgres", "-At", "-c", sql],
+                           environment: ["PGPASSWORD": Self.password])
+    }
+
+    private func pg(_ program: String, _ arguments: [String]) async throws {
+        let path = bin.appendingPathComponent(program).path
+        if getuid() == 0 {
+            try await Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments)
+        } else {
+            try await Self.run(path, arguments)
+        }
+    }
+
+    /// Runs a program to its end and returns its output (stdout and stderr, through a file). Spawned and
+    /// reaped here (`posix_spawn`, `waitpid`): Foundation's `Process` left `runuser` children unreaped and
+    /// its `waitUntilExit` waiting forever.
+    @discardableResult
+    static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> String {
+        try await offThePool {
+            let output = FileManager.default.temporaryDirectory.appendingPathComponent("courier-pg-run-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: output) }
+            let fd = open(output.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw CocoaError(.fileWriteUnknown) }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, fd, 1)
+            posix_spawn_file_actions_adddup2(&actions, fd, 2)
+            let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
+            let argv = ([path] + arguments).map { strdup($0) } + [nil]
+            let envp = env.map { strdup($0) } + [nil]
+            defer { for pointer in argv + envp { free(pointer) } }
+            var pid: pid_t = 0
+            let spawned = posix_spawn(&pid, path, &actions, nil, argv, envp)
+            close(fd)
+            guard spawned == 0 else { throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "cannot run \(path): \(spawned)"]) }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            // Exited normally with 0 (WIFEXITED and WEXITSTATUS, which Swift does not import).
+            guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+                throw CocoaError(.executableLoad, userInfo: [NSLocalizedDescriptionKey: "\(path) \(arguments.joined(separator: " ")) failed (\(status)): \(text)"])
+            }
+            return text
+        }
+    }
+}
+
+extension PostgresServer {
+    /// `pg_dump` of the whole database, as text.
+    func dump() async throws -> String {
+        let path = URL(fileURLWithPath: "/usr/lib/postgresql").appendingPathComponent(
+            bin.deletingLastPathComponent().lastPathComponent).appendingPathComponent("bin/pg_dump").path
+        return try await Self.run(path, ["-h", "127.0.0.1", "-p", "\(port)", "-U", Self.user, "postgres"],
+                                  environment: ["PGPASSWORD": Self.password])
+    }
+
+    /// A file holding the password, for `courier --password-file`.
+    var passwordFile: String { folder.appendingPathComponent("pw").path }
+}
+
+extension PostgresServer {
+    /// Runs `body` with a fresh server, one such test at a time in the process: `initdb` and a server's start
+    /// are CPU-heavy, and a dozen at once on two cores starved the timing-sensitive tests beside them.
+    static func with<T: Sendable>(_ body: (PostgresServer) async throws -> T) async throws -> T {
+        await gate.acquire()
+        do {
+            let server = try await start()
+            do {
+                let value = try await body(server)
+                await server.stop()
+                await gate.release()
+                return value
+            } catch {
+                await server.stop()
+                throw error
+            }
+        } catch {
+            await gate.release()
+            throw error
+        }
+    }
+
+    private static let gate = Gate()
+
+    /// An asynchronous mutex: waiters resume in order.
+    private actor Gate {
+        private var isHeld = false
+        private var waiters: [CheckedContinuation<Void, Never>] = []
+
+        func acquire() async {
+            guard isHeld else {
+                isHeld = true
+                return
+            }
+            await withCheckedContinuation { waiters.append($0) }
+        }
+
+        func release() {
+            if waiters.isEmpty {
+                isHeld = false
+            } else {
+                waiters.removeFirst().resume()
+            }
+        }
+    }
+}
