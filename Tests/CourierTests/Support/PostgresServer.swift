@@ -108,7 +108,7 @@ final class PostgresServer: Sendable {
 
     /// Runs a program to its end and returns its output (stdout and stderr, through a file). Spawned and
     /// reaped here (`posix_spawn`, `waitpid`): Foundation's `Process` left `runuser` children unreaped and
-    /// its `waitUntilExit` waiting forever.
+    /// its `waitUntilExit` waiting forever. The child gets no descriptor of this process but its output.
     @discardableResult
     static func run(_ path: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> String {
         try await offThePool {
@@ -121,6 +121,13 @@ final class PostgresServer: Sendable {
             defer { posix_spawn_file_actions_destroy(&actions) }
             posix_spawn_file_actions_adddup2(&actions, fd, 1)
             posix_spawn_file_actions_adddup2(&actions, fd, 2)
+            // Nothing else of this process goes to the child: `pg_ctl start` leaves a server running, and a
+            // server holding copies of the tests' sockets kept their connections and listening ports open
+            // after the tests closed them (curl timed out instead of seeing the close or a refusal).
+            // (glibc's addclosefrom is not imported: each open descriptor is named. One closed meanwhile by
+            // another thread is no error: glibc ignores EBADF for a close action.)
+            let open = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []).compactMap { Int32($0) }
+            for descriptor in open where descriptor > 2 { posix_spawn_file_actions_addclose(&actions, descriptor) }
             let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { "\($0.key)=\($0.value)" }
             let argv = ([path] + arguments).map { strdup($0) } + [nil]
             let envp = env.map { strdup($0) } + [nil]
