@@ -24,7 +24,7 @@ extension OutboxLocation {
     /// server deduplicates (every frozen request has one) to make that exactly once.
     ///
     /// A body in memory is kept in the row; a file or form body cannot be frozen into a PostgreSQL
-    /// outbox yet (the freeze fails with ``NetworkError/Code/outboxUnavailable``).
+    /// outbox yet (the freeze fails with `outboxUnavailable`).
     /// - Parameters:
     ///   - client: The client to reach the server with (its pool is shared with the rest of your app).
     ///   - name: The outbox's name: 1 to 40 characters of `a`–`z`, `0`–`9` and `_`.
