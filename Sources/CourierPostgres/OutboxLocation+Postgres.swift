@@ -1,5 +1,5 @@
 public import Courier
-public import Foundation
+import Foundation
 public import PostgresNIO
 
 extension OutboxLocation {
