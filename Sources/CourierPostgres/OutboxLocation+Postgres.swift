@@ -28,13 +28,18 @@ extension OutboxLocation {
     /// - Parameters:
     ///   - client: The client to reach the server with (its pool is shared with the rest of your app).
     ///   - name: The outbox's name: 1 to 40 characters of `a`–`z`, `0`–`9` and `_`.
+    ///   - timeout: How long one operation on the outbox may wait for the server before it fails: a
+    ///     freeze while the server is down fails with `outboxUnavailable` after this long (a client's pool
+    ///     waits for a connection rather than failing at once), and a replay pauses. A freeze whose row the
+    ///     server commits only after this is removed again, so it is never sent. The first engine to open
+    ///     an outbox name in a process sets it.
     /// - Returns: The location.
-    public static func postgres(client: PostgresClient, name: String) -> OutboxLocation {
+    public static func postgres(client: PostgresClient, name: String, timeout: Duration = .seconds(15)) -> OutboxLocation {
         let location = URL(string: "postgres:outbox/\(name)") ?? URL(fileURLWithPath: "/")
         return OutboxLocation(
             description: "PostgreSQL outbox \(name)", exists: { true },
             open: { logger throws(NetworkError) in
-                try PostgresOutboxStore.open(client: client, name: name, location: location, logger: logger)
+                try PostgresOutboxStore.open(client: client, name: name, location: location, timeout: timeout, logger: logger)
             })
     }
 }

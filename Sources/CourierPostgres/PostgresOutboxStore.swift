@@ -26,15 +26,19 @@ final class PostgresOutboxStore: OutboxStore {
     /// instance only until it expires; nothing here can tell whether another machine's process is alive).
     let owner: String
     let logger: Logger
-    /// How long one store operation may take before it fails (a stalled server never holds a queue forever).
-    static let operationTimeout: Double = 15
+    /// How long one store operation may take before it fails (a stalled or stopped server never holds a
+    /// queue forever, and a freeze fails with a typed error rather than waiting for the server to return).
+    let timeout: Duration
     /// The notification task and whether the store is closed.
     let notifications = NIOLockedValueBox<(task: Task<Void, Never>?, isListening: Bool)>((nil, false))
 
     private static let registry = NIOLockedValueBox<[String: PostgresOutboxStore]>([:])
 
     /// The store of an outbox name on a client, opened (and its table created or migrated) once per process.
-    static func open(client: PostgresClient, name: String, location: URL, logger: Logger?) throws(NetworkError) -> PostgresOutboxStore {
+    /// (The first opening's `timeout` is the store's.)
+    static func open(
+        client: PostgresClient, name: String, location: URL, timeout: Duration = .seconds(15), logger: Logger?
+    ) throws(NetworkError) -> PostgresOutboxStore {
         let key = "\(ObjectIdentifier(client).hashValue) \(name)"
         if let store = registry.withLockedValue({ $0[key] }) { return store }
         let schema: PostgresOutboxSchema
@@ -43,7 +47,7 @@ final class PostgresOutboxStore: OutboxStore {
         } catch {
             throw NetworkError(.outboxUnavailable, "\(error)")
         }
-        let store = PostgresOutboxStore(client: client, schema: schema, location: location, logger: logger)
+        let store = PostgresOutboxStore(client: client, schema: schema, location: location, timeout: timeout, logger: logger)
         do {
             try store.blocking { [schema, client] in try await schema.migrate(client) }
         } catch {
@@ -59,8 +63,9 @@ final class PostgresOutboxStore: OutboxStore {
         return opened.0
     }
 
-    private init(client: PostgresClient, schema: PostgresOutboxSchema, location: URL, logger: Logger?) {
+    private init(client: PostgresClient, schema: PostgresOutboxSchema, location: URL, timeout: Duration, logger: Logger?) {
         self.client = client
+        self.timeout = timeout
         self.schema = schema
         self.location = location
         self.logger = logger ?? Logger(label: "courier.outbox.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -70,11 +75,16 @@ final class PostgresOutboxStore: OutboxStore {
     }
 
     /// Runs `body` on the store's own executor (threads of its own, never the cooperative pool) and waits
-    /// for it here, for at most ``operationTimeout``. The caller is one of the outbox's dispatch queues, or a
+    /// for it here, for at most ``timeout``. The caller is one of the outbox's dispatch queues, or a
     /// thread calling ``Outbox``'s synchronous accessors: were `body` to run on the cooperative pool, callers
     /// blocking its few threads (an app's tasks reading ``Outbox/entries``) would leave it nowhere to run.
-    func blocking<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) throws -> Value {
-        let result = NIOLockedValueBox<Result<Value, any Error>?>(nil)
+    ///
+    /// A body that succeeds only after the caller gave up (its query was already on its way) runs `undo`
+    /// with what it returned: the caller was told it failed, so nothing it did may stay.
+    func blocking<Value: Sendable>(
+        undo: (@Sendable (Value) async -> Void)? = nil, _ body: @escaping @Sendable () async throws -> Value
+    ) throws -> Value {
+        let result = NIOLockedValueBox<BlockingCall<Value>>(.waiting)
         let done = DispatchSemaphore(value: 0)
         let task = Task(executorPreference: Self.executor) {
             let outcome: Result<Value, any Error>
@@ -83,14 +93,33 @@ final class PostgresOutboxStore: OutboxStore {
             } catch {
                 outcome = .failure(error)
             }
-            result.withLockedValue { $0 = outcome }
+            let abandoned = result.withLockedValue { call -> Bool in
+                if case .abandoned = call { return true }
+                call = .finished(outcome)
+                return false
+            }
+            if abandoned, case .success(let value) = outcome { await undo?(value) }
             done.signal()
         }
-        if done.wait(timeout: .now() + Self.operationTimeout) == .timedOut {
-            task.cancel()
-            throw NetworkError(.outboxUnavailable, "the PostgreSQL server did not answer within \(Int(Self.operationTimeout)) s")
+        let (seconds, attoseconds) = timeout.components
+        _ = done.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+        let outcome = result.withLockedValue { call -> Result<Value, any Error>? in
+            guard case .finished(let outcome) = call else {
+                call = .abandoned
+                return nil
+            }
+            return outcome
         }
-        return try result.withLockedValue { $0! }.get()
+        guard let outcome else {
+            task.cancel()
+            throw NetworkError(.outboxUnavailable, "the PostgreSQL server did not answer within \(Self.seconds(timeout))")
+        }
+        return try outcome.get()
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
     }
 
     /// A PostgreSQL error as a user reads it: the server's message, not the query (which `PSQLError` hides).
@@ -118,7 +147,12 @@ final class PostgresOutboxStore: OutboxStore {
         record.headers = CredentialFields.removed(from: record.headers)
         let row = record
         do {
-            try blocking { [self] in try await schema.insert(row, client: client, logger: logger) }
+            // Committed after the freeze was reported failed (the server answered too late): deleted again,
+            // so that a request its caller was told is not frozen is never sent.
+            let undo: @Sendable (()) async -> Void = { [self] _ in
+                _ = try? await schema.delete(id: row.id, onlyPending: true, client: client, logger: logger)
+            }
+            try blocking(undo: undo) { [self] in try await schema.insert(row, client: client, logger: logger) }
         } catch {
             throw NetworkError(
                 .outboxUnavailable, "the request could not be written to the PostgreSQL outbox \(schema.name): \(Self.describe(error))",
@@ -174,6 +208,14 @@ final class PostgresOutboxStore: OutboxStore {
             return count
         }
     }
+}
+
+/// Where a call of ``PostgresOutboxStore/blocking(undo:_:)`` stands.
+enum BlockingCall<Value: Sendable>: Sendable {
+    case waiting
+    case finished(Result<Value, any Error>)
+    /// The caller stopped waiting: an outcome arriving now is undone.
+    case abandoned
 }
 
 /// Runs the store's queries off the cooperative pool (see ``PostgresOutboxStore/blocking(_:)``): each job on a

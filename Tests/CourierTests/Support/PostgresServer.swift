@@ -64,8 +64,7 @@ final class PostgresServer: Sendable {
         if getuid() == 0 { try await run("/bin/chown", ["-R", "postgres", folder.path]) }
         try await server.pg("initdb", ["-D", server.data, "-U", user, "--pwfile", passwordFile.path, "-A", "scram-sha-256",
                                        "-E", "UTF8", "--no-sync", "--no-instructions"])
-        try await server.pg("pg_ctl", ["-D", server.data, "-l", folder.appendingPathComponent("log").path, "-w", "-t", "30",
-                                       "-o", "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start"])
+        try await server.resume()
         return server
     }
 
@@ -81,9 +80,11 @@ final class PostgresServer: Sendable {
         try await pg("pg_ctl", ["-D", data, "-m", "immediate", "-w", "-t", "30", "stop"])
     }
 
-    /// Starts a halted server again.
+    /// Starts the server (first, or again after ``halt()``), on its own port and socket directory
+    /// (`pg_ctl start` without them would take the cluster's defaults: port 5432).
     func resume() async throws {
-        try await pg("pg_ctl", ["-D", data, "-l", folder.appendingPathComponent("log").path, "-w", "-t", "30", "start"])
+        try await pg("pg_ctl", ["-D", data, "-l", folder.appendingPathComponent("log").path, "-w", "-t", "30",
+                                "-o", "-p \(port) -k \(folder.path) -c listen_addresses=127.0.0.1 -c fsync=off", "start"])
     }
 
     func stop() async {
