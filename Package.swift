@@ -120,7 +120,7 @@ let package = Package(
         // A child process for the outbox crash test (killed with SIGKILL at random moments).
         .executableTarget(
             name: "courier-outbox-child",
-            dependencies: ["Courier"],
+            dependencies: ["Courier", "CourierPostgres", .product(name: "PostgresNIO", package: "postgres-nio")],
             path: "Sources/CourierOutboxChild",
             swiftSettings: swiftSettings
         ),

@@ -1,5 +1,7 @@
 import Courier
+import CourierPostgres
 import Foundation
+import PostgresNIO
 
 /// A helper process for the outbox crash test (Tests/CourierTests/OutboxCrashTests.swift), built with the
 /// package so the test can SIGKILL it at random moments:
@@ -11,6 +13,11 @@ import Foundation
 ///
 /// `freeze` is resumable, as an app would be: it skips the keys already in the outbox (a request whose
 /// key is there was committed), so after a kill it freezes only what is missing.
+///
+/// DATA_DIR may be `postgres://user@127.0.0.1:PORT/DATABASE` instead (the password in `PGPASSWORD`): the
+/// PostgreSQL outbox `fleet` (the fleet test, Tests/CourierTests/OutboxFleetTests.swift), where requests
+/// (`POST BASE_URL/delay/20`, keys `fleet-N`) are spread over 20 ordering keys (`lane-N % 20`), a freeze that fails because the server
+/// is away is tried again (as a service would), and replay leases last 3 s.
 @main
 enum OutboxChild {
     static func main() async {
@@ -18,6 +25,17 @@ enum OutboxChild {
         guard arguments.count >= 3, let directory = Optional(URL(fileURLWithPath: arguments[2], isDirectory: true)) else {
             FileHandle.standardError.write(Data("usage: courier-outbox-child freeze|replay BASE_URL DATA_DIR [COUNT]\n".utf8))
             exit(2)
+        }
+        if arguments[2].hasPrefix("postgres://") {
+            let fleet = Fleet(base: arguments[1], database: arguments[2])
+            switch arguments[0] {
+            case "freeze":
+                await fleet.freeze(
+                    count: Int(arguments.count > 3 ? arguments[3] : "") ?? 500,
+                    pace: .milliseconds(Int(arguments.count > 4 ? arguments[4] : "") ?? 0))
+            case "replay": await fleet.replay()
+            default: exit(2)
+            }
         }
         switch arguments[0] {
         case "freeze", "freeze-files":
@@ -86,6 +104,7 @@ enum OutboxChild {
         while !outbox.entries.filter({ $0.state == .pending }).isEmpty {
             try? await Task.sleep(for: .milliseconds(20))
         }
+        withExtendedLifetime(engine) {}   // (the engine replays only while it lives)
         print("replayed all")
         exit(0)
     }

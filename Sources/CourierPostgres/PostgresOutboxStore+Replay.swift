@@ -11,6 +11,18 @@ extension PostgresOutboxStore {
     /// How long a finished row is kept, so that an operation of another instance waiting for it learns its outcome.
     static let outcomeRetention: Double = 86_400
 
+    /// How soon a claim that passed over heads other instances were claiming looks again.
+    static let passedOverRecheck: Double = 0.05
+
+    /// What the replay state machine needs to know of a row.
+    static func head(_ record: OutboxRecord, _ columns: PostgresRandomAccessRow, now: Double) -> ReplayStateMachine.Head {
+        let expires = (try? columns["lease_expires"].decode(Double?.self)) ?? nil
+        return ReplayStateMachine.Head(
+            id: record.id, lane: record.lane, attempts: record.attempts, maximumAttempts: record.maximumAttempts,
+            expiresAt: record.expiresAt, nextAttemptAt: record.nextAttemptAt, leasedUntil: expires.flatMap { $0 > now ? $0 : nil },
+            isBodyIntact: true)
+    }
+
     func claimHead(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) -> OutboxClaimResult {
         do {
             return try blocking { [self] in try await claimInTransaction(pipeline, claim: claim, now: now, lease: lease) }
@@ -23,14 +35,22 @@ extension PostgresOutboxStore {
     private func claimInTransaction(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) async throws -> OutboxClaimResult {
         let table = schema.table
         let silent = PostgresOutboxSchema.silent
-        // Finished rows past their retention, a few at a time, skipping any another instance is removing.
-        try await client.query("""
-            DELETE FROM \(unescaped: table) WHERE seq IN (SELECT seq FROM \(unescaped: table)
-                WHERE outcome IS NOT NULL AND finished_at < \(now - Self.outcomeRetention) LIMIT 100 FOR UPDATE SKIP LOCKED)
-            """, logger: silent)
+        // Finished rows past their retention, a few at a time, skipping any another instance is removing
+        // (at most once a minute: not a round trip more for every claim).
+        let purges = lastPurge.withLockedValue { last in
+            defer { if now - last >= 60 { last = now } }
+            return now - last >= 60
+        }
+        if purges {
+            try await client.query("""
+                DELETE FROM \(unescaped: table) WHERE seq IN (SELECT seq FROM \(unescaped: table)
+                    WHERE outcome IS NOT NULL AND finished_at < \(now - Self.outcomeRetention) LIMIT 1000 FOR UPDATE SKIP LOCKED)
+                """, logger: silent)
+        }
         let owner = owner
         let (result, damaged) = try await client.withTransaction(logger: silent) { connection -> (OutboxClaimResult, [String]) in
-            // The oldest pending row of each lane (rows without an ordering key share the host's lane).
+            // The oldest pending row of each lane (rows without an ordering key share the host's lane), read
+            // without locks: instances claiming at once each lock only the head they chose, not every lane's.
             let rows = try await connection.query("""
                 SELECT * FROM \(unescaped: table) WHERE seq IN (
                     SELECT min(seq) FROM \(unescaped: table)
@@ -38,15 +58,13 @@ extension PostgresOutboxStore {
                             OR (\(pipeline.replaysEveryRow) AND origin = \(pipeline.origin)))
                         AND dead_reason IS NULL AND outcome IS NULL
                     GROUP BY coalesce(ordering_key, ''))
-                ORDER BY seq FOR UPDATE SKIP LOCKED
+                ORDER BY seq
                 """, logger: silent)
-            var heads: [(record: OutboxRecord, leasedUntil: Double?)] = []
+            var heads: [String: (record: OutboxRecord, fact: ReplayStateMachine.Head)] = [:]
+            var facts: [ReplayStateMachine.Head] = []
             var damaged: [String] = []
             for try await row in rows {
                 let columns = row.makeRandomAccess()
-                // Settled by another instance after this statement's snapshot chose it: not a head any more.
-                if (try? columns["outcome"].decode(String?.self)) ?? nil != nil { continue }
-                if (try? columns["dead_reason"].decode(String?.self)) ?? nil != nil { continue }
                 guard let record = PostgresOutboxSchema.record(columns) else {
                     // A row this version cannot read is set aside (never deleted, never sent as something else).
                     if let seq = try? columns["seq"].decode(Int.self) {
@@ -55,32 +73,61 @@ extension PostgresOutboxStore {
                     if let id = try? columns["id"].decode(String.self) { damaged.append(id) }
                     continue
                 }
-                let expires = (try? columns["lease_expires"].decode(Double?.self)) ?? nil
-                heads.append((record, expires.flatMap { $0 > now ? $0 : nil }))
+                let fact = Self.head(record, columns, now: now)
+                heads[record.id] = (record, fact)
+                facts.append(fact)
             }
-            let facts = heads.map { record, leasedUntil in
-                ReplayStateMachine.Head(
-                    id: record.id, lane: record.lane, attempts: record.attempts, maximumAttempts: record.maximumAttempts,
-                    expiresAt: record.expiresAt, nextAttemptAt: record.nextAttemptAt, leasedUntil: leasedUntil, isBodyIntact: true)
+            // The head chosen is locked (`SKIP LOCKED`: one another instance is claiming now is passed over,
+            // its lane theirs) and read again: settled or claimed meanwhile, it is decided afresh.
+            var passedOver: ReplayStateMachine.Head?
+            while let (head, decision) = ReplayStateMachine.choose(facts, now: now, claim: claim), var record = heads[head.id]?.record {
+                if case .wait(let until) = decision {
+                    // Heads passed over are being claimed by others: look again soon (their outcome may free a lane).
+                    let soon = passedOver == nil ? until : min(until, now + Self.passedOverRecheck)
+                    return (.head(head, .wait(until: soon), record), damaged)
+                }
+                var locked: (OutboxRecord, ReplayStateMachine.Head)?
+                for try await row in try await connection.query("""
+                    SELECT * FROM \(unescaped: table) WHERE id = \(head.id) AND outcome IS NULL AND dead_reason IS NULL
+                    FOR UPDATE SKIP LOCKED
+                    """, logger: silent) {
+                    let columns = row.makeRandomAccess()
+                    if let fresh = PostgresOutboxSchema.record(columns) { locked = (fresh, Self.head(fresh, columns, now: now)) }
+                }
+                facts.removeAll { $0.id == head.id }
+                guard let (fresh, freshHead) = locked else {
+                    passedOver = head
+                    continue
+                }
+                let freshDecision = ReplayStateMachine.decide(freshHead, now: now, ignoringSchedule: claim.ignoresSchedule(of: freshHead.lane))
+                guard freshDecision == decision else {
+                    // Claimed by another instance since the heads were read (its lease is set): decided again.
+                    facts.append(freshHead)
+                    heads[fresh.id] = (fresh, freshHead)
+                    if case .wait = freshDecision { passedOver = freshHead }
+                    continue
+                }
+                record = fresh
+                switch decision {
+                case .send:
+                    try await connection.query(
+                        "UPDATE \(unescaped: table) SET lease_owner = \(owner), lease_expires = \(now + lease) WHERE id = \(record.id)",
+                        logger: silent)
+                case .deadLetter(let reason):
+                    record.deadReason = reason
+                    try await connection.query("""
+                        UPDATE \(unescaped: table) SET dead_reason = \(reason.rawValue), lease_owner = NULL, lease_expires = NULL
+                        WHERE id = \(record.id)
+                        """, logger: silent)
+                case .wait:
+                    break
+                }
+                return (.head(freshHead, decision, record), damaged)
             }
-            guard let (head, decision) = ReplayStateMachine.choose(facts, now: now, claim: claim),
-                var record = heads.first(where: { $0.record.id == head.id })?.record
-            else { return (.empty, damaged) }
-            switch decision {
-            case .send:
-                try await connection.query(
-                    "UPDATE \(unescaped: table) SET lease_owner = \(owner), lease_expires = \(now + lease) WHERE id = \(record.id)",
-                    logger: silent)
-            case .deadLetter(let reason):
-                record.deadReason = reason
-                try await connection.query("""
-                    UPDATE \(unescaped: table) SET dead_reason = \(reason.rawValue), lease_owner = NULL, lease_expires = NULL
-                    WHERE id = \(record.id)
-                    """, logger: silent)
-            case .wait:
-                break
+            if let passedOver, let record = heads[passedOver.id]?.record {
+                return (.head(passedOver, .wait(until: now + Self.passedOverRecheck), record), damaged)
             }
-            return (.head(head, decision, record), damaged)
+            return (.empty, damaged)
         }
         for id in damaged {
             listeners.operationLost(id, because: "its outbox entry cannot be read by this version and was set aside; it will not be sent")

@@ -31,6 +31,8 @@ final class PostgresOutboxStore: OutboxStore {
     let timeout: Duration
     /// The notification task and whether the store is closed.
     let notifications = NIOLockedValueBox<(task: Task<Void, Never>?, isListening: Bool)>((nil, false))
+    /// When the last claim removed finished rows past their retention (seconds since 1970).
+    let lastPurge = NIOLockedValueBox<Double>(0)
 
     private static let registry = NIOLockedValueBox<[String: PostgresOutboxStore]>([:])
 
@@ -167,8 +169,13 @@ final class PostgresOutboxStore: OutboxStore {
 
     // MARK: Reading and managing
 
-    func records(origin: String?) -> [OutboxRecord] {
-        (try? blocking { [self] in try await schema.pending(origin: origin, client: client, logger: logger) }) ?? []
+    func records(origin: String?) throws(NetworkError) -> [OutboxRecord] {
+        do {
+            return try blocking { [self] in try await schema.pending(origin: origin, client: client, logger: logger) }
+        } catch {
+            throw NetworkError(
+                .outboxUnavailable, "the PostgreSQL outbox \(schema.name) cannot be read: \(Self.describe(error))", underlying: error)
+        }
     }
 
     func count() -> Int {
@@ -204,7 +211,7 @@ final class PostgresOutboxStore: OutboxStore {
     func clear() -> Int {
         onWork {
             var count = 0
-            for record in records(origin: nil) where drop(id: record.id) { count += 1 }
+            for record in records() where drop(id: record.id) { count += 1 }
             return count
         }
     }

@@ -53,15 +53,15 @@ struct OutboxCommand: AsyncParsableCommand {
         }
     }
 
-    struct List: ParsableCommand {
+    struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "Print each frozen request: id, method, URL, attempts, age, state.")
         @OptionGroup var options: DataDirectoryOption
 
-        func run() throws {
+        func run() async throws {
             let outbox = try options.open()
             for report in outbox.damageReports { print("warning: \(report.message)") }
             for file in outbox.setAsideDatabases { print("a damaged outbox was set aside: \(file.path)") }
-            let entries = outbox.entries
+            let entries = try await OutboxCommand.entries(of: outbox)
             if entries.isEmpty {
                 print("the outbox is empty")
                 return
@@ -94,7 +94,7 @@ struct OutboxCommand: AsyncParsableCommand {
             let fields = try RequestOptions.fields(RequestOptions.parse(headers))
             let location = try options.location()
             let outbox = try options.open()
-            let origins = Set(outbox.entries.filter { $0.state == .pending }.map { OutboxCommand.origin(of: $0.url) })
+            let origins = Set(try await OutboxCommand.entries(of: outbox).filter { $0.state == .pending }.map { OutboxCommand.origin(of: $0.url) })
             for origin in origins.sorted() {
                 let engine = NetworkEngine(baseURL: origin, configuration: .init {
                     $0.outbox = location
@@ -110,7 +110,7 @@ struct OutboxCommand: AsyncParsableCommand {
                 }, queue: NetworkQueue())
                 for event in await engine.flushOutbox() { StandardStream.standardOutput.line(OutboxCommand.describe(event)) }
             }
-            let left = outbox.entries.filter { $0.state == .pending }.count
+            let left = try await OutboxCommand.entries(of: outbox).filter { $0.state == .pending }.count
             if left > 0 { throw CLIFailure(exitCode: 1, message: "\(left) frozen request(s) still pending") }
         }
     }
@@ -132,6 +132,15 @@ struct OutboxCommand: AsyncParsableCommand {
 
         func run() throws {
             print("cleared \(try options.open().clear()) frozen request(s)")
+        }
+    }
+
+    /// The outbox's entries, or the reason they cannot be read (never an empty list for a server that is down).
+    static func entries(of outbox: Outbox) async throws -> [OutboxEntry] {
+        do {
+            return try await outbox.readEntries()
+        } catch {
+            throw CLIFailure(exitCode: 1, message: error.description)
         }
     }
 

@@ -8,7 +8,7 @@ extension CLITests {
     /// started back to back starved the timing-sensitive tests running beside this one on two cores.
     static let postgresPosts = 8
 
-    @Test(.timeLimit(.minutes(2))) func freezesGoToAPostgresOutboxAndTwoFlushesDeliverEachKeyOnce() async throws {
+    @Test(.timeLimit(.minutes(6))) func freezesGoToAPostgresOutboxAndTwoFlushesDeliverEachKeyOnce() async throws {
         guard PostgresServer.isAvailable else {
             try #require(!PostgresServer.isRequired, "COURIER_REQUIRE_POSTGRES=1 but PostgreSQL is not installed")
             return

@@ -12,13 +12,28 @@ struct OutboxCrashTests {
         CLITests.binary.deletingLastPathComponent().appendingPathComponent("courier-outbox-child")
     }
 
-    /// Runs the child; kills it with SIGKILL as soon as `killWhen` holds, unless it ended first.
-    /// Returns whether it was killed.
+    /// Runs the child; kills it with SIGKILL as soon as `killWhen` holds, unless it ended first, and then
+    /// calls `afterKill`. Returns whether it was killed.
     func runChild(_ arguments: [String], killWhen: (@Sendable () -> Bool)? = nil) async throws -> (killed: Bool, status: Int32) {
+        try await Self.runChild(arguments, killWhen: killWhen)
+    }
+
+    /// ``runChild(_:killWhen:)`` with more: `environment` added to this process's, the child's standard
+    /// output to `output` (or nowhere), and `afterKill` called once the killed child is gone.
+    static func runChild(
+        _ arguments: [String], environment: [String: String] = [:], output: URL? = nil,
+        killWhen: (@Sendable () -> Bool)? = nil, afterKill: (@Sendable () -> Void)? = nil
+    ) async throws -> (killed: Bool, status: Int32) {
         let process = Process()
         process.executableURL = Self.child
         process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        if let output {
+            _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+            process.standardOutput = try FileHandle(forWritingTo: output)
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+        }
         process.standardError = FileHandle.standardError
         try process.run()
         // Watched from a thread of its own, not the test's cooperative pool, which other suites may keep
@@ -29,6 +44,7 @@ struct OutboxCrashTests {
                     if let killWhen, killWhen() {
                         kill(process.processIdentifier, SIGKILL)
                         process.waitUntilExit()
+                        afterKill?()
                         continuation.resume(returning: (true, process.terminationStatus))
                         return
                     }

@@ -59,7 +59,7 @@ struct OutboxPostgresTests {
         return operation
     }
 
-    @Test(.timeLimit(.minutes(1))) func whatOneInstanceFrozeAnotherDeliversAndTheFirstLearnsTheOutcome() async throws {
+    @Test(.timeLimit(.minutes(6))) func whatOneInstanceFrozeAnotherDeliversAndTheFirstLearnsTheOutcome() async throws {
         try await Self.withServer { server in
             let origin = Origin()
             // Instance A cannot reach the origin and does not replay; instance B can, and waits idle.
@@ -86,7 +86,7 @@ struct OutboxPostgresTests {
     /// The freeze during the outage fails after the outbox's timeout (the client's pool waits for a
     /// connection rather than failing at once); replay of what was frozen before resumes once the server is
     /// back, without anyone asking.
-    @Test(.timeLimit(.minutes(2)))
+    @Test(.timeLimit(.minutes(6)))
     func aServerOutageFailsFreezesWithATypedErrorAndReplayResumesByItself() async throws {
         try await Self.withServer { server in
             let origin = Origin()
@@ -120,7 +120,27 @@ struct OutboxPostgresTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func twoInstancesClaimingAtOnceNeverClaimOneRowTwice() async throws {
+    /// An instance started while the server is down (its outbox cannot be opened yet) replays once the
+    /// server is back, without freezing anything itself.
+    @Test(.timeLimit(.minutes(6))) func anInstanceStartedDuringAnOutageReplaysOnceItIsOver() async throws {
+        try await Self.withServer { server in
+            let origin = Origin()
+            let (a, _, runningA) = Self.instance(server, origin, reachability: ManualReachability(.unreachable), replays: false)
+            defer { runningA.cancel() }
+            let kept = Self.freeze(a, "orders/kept")
+            #expect(await eventually { kept.state == .frozen })
+            try await server.halt()
+            let (b, _, runningB) = Self.instance(server, origin, reachability: ManualReachability(.reachable(via: .wired)), timeout: .seconds(1))
+            defer { runningB.cancel() }
+            try await Task.sleep(for: .seconds(2))
+            try await server.resume()
+            #expect(try await kept.response().statusCode == 201)
+            #expect(origin.keys.all.count == 1)
+            withExtendedLifetime(b) {}
+        }
+    }
+
+    @Test(.timeLimit(.minutes(6))) func twoInstancesClaimingAtOnceNeverClaimOneRowTwice() async throws {
         try await Self.withServer { server in
             let clients = [server.makeClient(), server.makeClient()]
             let running = clients.map { client in Task { await client.run() } }

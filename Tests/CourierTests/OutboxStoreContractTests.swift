@@ -73,7 +73,7 @@ struct OutboxStoreContractTests {
                     try store.insertFrozen(Self.record(path), bytes: Data("{\"n\":\"\(path)\"}".utf8), source: nil, limit: 1 << 20)
                 }
             }
-            let records = try await Self.call { store.records(origin: nil) }
+            let records = try await Self.call { try store.records(origin: nil) }
             #expect(records.map { $0.url.lastPathComponent } == ["a", "b", "c"])
             #expect(records.allSatisfy { $0.headers[.authorization] == nil }, "credentials are never kept")
             #expect(records.first?.headers[.contentType] == "application/json")
@@ -140,7 +140,7 @@ struct OutboxStoreContractTests {
                 return
             }
             #expect(record.id == later.id && until >= now + 3599)
-            let records = try await Self.call { store.records(origin: nil) }
+            let records = try await Self.call { try store.records(origin: nil) }
             #expect(records.first { $0.id == later.id }?.attempts == 1)
             #expect(records.first { $0.id == refused.id }?.deadReason == .unauthorized)
 

@@ -209,6 +209,22 @@ struct ReplayStateMachineTests {
         #expect(Machine.choose([], now: now, claim: .init()) == nil)
     }
 
+    /// Issue 26: a replayer claims no more lanes than it may send at once, so instances sharing an outbox
+    /// share its lanes (one holding every lane's lease would make the others wait for its queue).
+    @Test func noMoreLanesAreClaimedThanMayBeSentAtOnce() {
+        var machine = Machine(isReachable: true, parallelLanes: 2)
+        #expect(machine.timerFired() == .claimHead(.init()))
+        #expect(machine.headClaimed(head("a", lane: "x"), decision: .send) == .send(id: "a"))
+        #expect(machine.sendStarted() == .claimHead(.init(excluding: ["x"])))
+        #expect(machine.headClaimed(head("b", lane: "y"), decision: .send) == .send(id: "b"))
+        #expect(machine.sendStarted() == .idle, "two lanes on their way: no third claim")
+        #expect(machine.timerFired() == .idle)
+        #expect(machine.reachabilityChanged(true) == .idle)
+        let (completion, next) = machine.attemptFinished(id: "a", attempts: 1, outcome: .answered(status: 200, retryAfter: nil), now: 100, jitter: 1)
+        #expect(completion == .delivered)
+        #expect(next == .claimHead(.init(excluding: ["y"])), "a lane freed: the next claim")
+    }
+
     @Test func aStuckHeadHoldsBackOnlyItsOwnLane() {
         var machine = Machine(isReachable: true, backoff: .init(base: 2, cap: 60))
         #expect(machine.timerFired() == .claimHead(.init()))

@@ -100,11 +100,25 @@ final class EngineConnectivity: Sendable {
         }
         // An outbox left by an earlier run is looked for and opened on the outbox's I/O queue: making an
         // engine never waits for the disk or a server.
-        guard replaysAutomatically, origin != nil, let outboxLocation else { return }
-        OutboxDatabase.io.async { [weak self] in
-            guard let self, outboxLocation.exists() else { return }
-            _ = self.replayer()
+        guard replaysAutomatically, origin != nil, outboxLocation != nil else { return }
+        OutboxDatabase.io.async { [weak self] in self?.startReplaying(failures: 0) }
+    }
+
+    /// Opens the outbox, if there is one, and starts its replay. An outbox that cannot be opened now (its
+    /// server down or slow to answer, a database busy) is tried again, sooner at first, then every 30 s,
+    /// for as long as the engine lives: an instance started during an outage replays once it is over,
+    /// without freezing anything first.
+    private func startReplaying(failures: Int) {
+        guard let outboxLocation, !state.withLockedValue({ $0.isStopped }), outboxLocation.exists() else { return }
+        do {
+            _ = try openOutbox()
+        } catch {
+            logger.debug("courier outbox cannot be opened yet", metadata: ["courier-error": "\(error.message)"])
+            let delay = min(30, 0.5 * Double(1 << min(failures, 6)))
+            OutboxDatabase.io.asyncAfter(deadline: .now() + delay) { [weak self] in self?.startReplaying(failures: failures + 1) }
+            return
         }
+        _ = replayer()
     }
 
     deinit {

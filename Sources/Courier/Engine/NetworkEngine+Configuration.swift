@@ -294,6 +294,10 @@ public struct OutboxRetry: Sendable, Hashable {
     public var maximumAttempts: Int? = 10
     /// How long a frozen request may wait in the outbox; 7 days by default. `nil`: no limit.
     public var timeToLive: Duration? = .seconds(7 * 86_400)
+    /// How many ordering keys one engine replays at once (the requests of one key always go one at a
+    /// time, in order); 6 by default, at least 1. An engine claims no more rows than this, so instances
+    /// sharing a PostgreSQL outbox share its keys instead of one claiming them all.
+    public var parallelLanes: Int = 6
 
     /// Creates a retry policy.
     /// - Parameters:
@@ -302,15 +306,17 @@ public struct OutboxRetry: Sendable, Hashable {
     ///   - lease: How long a replay's claim on a row lasts.
     ///   - maximumAttempts: Attempts that reach the server before a request is given up; `nil` for no limit.
     ///   - timeToLive: How long a request may wait before it is given up; `nil` for no limit.
+    ///   - parallelLanes: How many ordering keys one engine replays at once.
     public init(
         initialDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(300), lease: Duration = .seconds(120),
-        maximumAttempts: Int? = 10, timeToLive: Duration? = .seconds(7 * 86_400)
+        maximumAttempts: Int? = 10, timeToLive: Duration? = .seconds(7 * 86_400), parallelLanes: Int = 6
     ) {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.lease = lease
         self.maximumAttempts = maximumAttempts.map { max(1, $0) }
         self.timeToLive = timeToLive
+        self.parallelLanes = max(1, parallelLanes)
     }
 }
 

@@ -49,8 +49,31 @@ public final class Outbox: Sendable {
     /// The directory the outbox lives in.
     public var directory: URL { database.location }
 
-    /// Every entry, oldest first: pending ones and dead letters.
+    /// Every entry, oldest first: pending ones and dead letters; none when the outbox cannot be read
+    /// (a PostgreSQL server that is down). ``readEntries()`` tells the two apart.
+    ///
+    /// This reads the outbox on the calling thread: call it off the cooperative pool, or use
+    /// ``readEntries()`` from async code.
     public var entries: [OutboxEntry] { database.records().map(\.entry) }
+
+    /// Every entry, oldest first: pending ones and dead letters, read off the cooperative pool.
+    ///
+    /// - Throws: ``NetworkError`` with ``NetworkError/Code/outboxUnavailable`` when the outbox cannot be
+    ///   read (its server is down or does not answer within its timeout; a database that cannot be read),
+    ///   where ``entries`` would be empty.
+    public func readEntries() async throws(NetworkError) -> [OutboxEntry] {
+        let database = database
+        let result: Result<[OutboxEntry], NetworkError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                do throws(NetworkError) {
+                    continuation.resume(returning: .success(try database.records(origin: nil).map(\.entry)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
 
     /// The entries given up (expired, out of attempts, their body copy lost, or refused for want of
     /// credentials), oldest first.

@@ -207,13 +207,18 @@ final class OutboxDatabase: OutboxStore {
     // MARK: Reading and managing
 
     /// Every row (of one origin, if given), oldest first; damaged rows are left out.
-    func records(origin: String?) -> [OutboxRecord] {
-        let rows: [Row] = (try? withRecovery { pool in try pool.read { db in
-            if let origin {
-                return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE origin = ? AND outcome IS NULL ORDER BY seq", arguments: [origin])
-            }
-            return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE outcome IS NULL ORDER BY seq")
-        } }) ?? []
+    func records(origin: String?) throws(NetworkError) -> [OutboxRecord] {
+        let rows: [Row]
+        do {
+            rows = try withRecovery { pool in try pool.read { db in
+                if let origin {
+                    return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE origin = ? AND outcome IS NULL ORDER BY seq", arguments: [origin])
+                }
+                return try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE outcome IS NULL ORDER BY seq")
+            } }
+        } catch {
+            throw NetworkError(.outboxUnavailable, "the outbox in \(location.path) cannot be read: \(error)", underlying: error)
+        }
         return rows.compactMap(OutboxRecord.init(row:))
     }
 

@@ -1,5 +1,5 @@
 public import Foundation
-public import Logging
+package import Logging
 
 /// Where an engine keeps the requests it freezes (``NetworkEngine/Configuration/outbox``).
 ///

@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 import HTTPTypes
 
 /// The identity of the request pipeline that froze an outbox row, and so the only one that may replay it.

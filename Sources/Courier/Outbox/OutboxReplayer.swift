@@ -33,7 +33,7 @@ final class OutboxReplayer: Sendable {
         self.lease = max(1, retry.lease.seconds)
         self.makeOperation = makeOperation
         let backoff = ReplayStateMachine.Backoff(base: max(0.001, retry.initialDelay.seconds), cap: max(0.001, retry.maximumDelay.seconds))
-        state = NIOLockedValueBox(State(machine: ReplayStateMachine(isReachable: isReachable, backoff: backoff)))
+        state = NIOLockedValueBox(State(machine: ReplayStateMachine(isReachable: isReachable, backoff: backoff, parallelLanes: retry.parallelLanes)))
     }
 
     func reachabilityChanged(_ reachable: Bool) {

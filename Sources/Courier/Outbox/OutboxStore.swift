@@ -37,7 +37,8 @@ package protocol OutboxStore: AnyObject, Sendable {
     // MARK: Reading and managing
 
     /// Every pending row and dead letter (of one origin, if given), oldest first; unreadable rows left out.
-    func records(origin: String?) -> [OutboxRecord]
+    /// - Throws: ``NetworkError/Code/outboxUnavailable`` when the store cannot be read at all.
+    func records(origin: String?) throws(NetworkError) -> [OutboxRecord]
     /// How many rows are pending or dead letters.
     func count() -> Int
     /// The rows delivered or refused for good within the retention, oldest first.
@@ -45,6 +46,7 @@ package protocol OutboxStore: AnyObject, Sendable {
     /// Puts a dead letter back in line (see ``Outbox/retry(_:)``).
     func revive(id: String, now: Double) -> Bool
     /// Removes one row (see ``Outbox/drop(_:)``); a replay of it on its way decides.
+    @discardableResult
     func drop(id: String) -> Bool
     /// Removes every row; returns how many.
     func clear() -> Int
@@ -78,8 +80,8 @@ package enum OutboxClaimResult: Sendable {
 }
 
 extension OutboxStore {
-    /// Every pending row and dead letter, oldest first.
-    func records() -> [OutboxRecord] { records(origin: nil) }
+    /// Every pending row and dead letter, oldest first; none when the store cannot be read.
+    package func records() -> [OutboxRecord] { (try? records(origin: nil)) ?? [] }
 
     /// Events about rows of an origin (all origins with `nil`), from now on.
     func events(origin: String?) -> AsyncStream<OutboxEvent> { listeners.events(origin: origin) }

@@ -75,7 +75,7 @@ package struct ReplayStateMachine {
         var ignoringScheduleOf: Set<String> = []
 
         /// Whether a lane's retry time is ignored by this claim.
-        func ignoresSchedule(of lane: String) -> Bool { ignoringSchedule || ignoringScheduleOf.contains(lane) }
+        package func ignoresSchedule(of lane: String) -> Bool { ignoringSchedule || ignoringScheduleOf.contains(lane) }
     }
 
     /// What a finished attempt means.
@@ -116,6 +116,8 @@ package struct ReplayStateMachine {
     }
 
     let backoff: Backoff
+    /// How many lanes may have a request on its way at once: no claim beyond (the next comes when one ends).
+    let parallelLanes: Int
     private(set) var isReachable: Bool
     /// The rows being sent, by lane.
     private(set) var sending: [String: String] = [:]
@@ -134,9 +136,10 @@ package struct ReplayStateMachine {
     /// A lane was freed (or a row frozen) while a claim was out: claim again after it.
     private var needsClaim = false
 
-    init(isReachable: Bool, backoff: Backoff = Backoff()) {
+    init(isReachable: Bool, backoff: Backoff = Backoff(), parallelLanes: Int = .max) {
         self.isReachable = isReachable
         self.backoff = backoff
+        self.parallelLanes = max(1, parallelLanes)
     }
 
     /// Whether a claim is being made.
@@ -152,7 +155,7 @@ package struct ReplayStateMachine {
 
     /// The decision for a head row: a lease held by another first, then the dead-letter rules (a body
     /// whose copy is missing or damaged is never sent, and waits for nothing), then its schedule.
-    static func decide(_ head: Head, now: Double, ignoringSchedule: Bool = false) -> HeadDecision {
+    package static func decide(_ head: Head, now: Double, ignoringSchedule: Bool = false) -> HeadDecision {
         if let leasedUntil = head.leasedUntil, leasedUntil > now { return .wait(until: min(leasedUntil, now + leaseRecheck)) }
         if !head.isBodyIntact { return .deadLetter(.bodyUnavailable) }
         if let expiresAt = head.expiresAt, now >= expiresAt { return .deadLetter(.expired) }
@@ -332,6 +335,8 @@ package struct ReplayStateMachine {
             needsClaim = true
             return .idle
         }
+        // Full: the next claim comes when an attempt ends (rows of other lanes are left to other replayers).
+        guard sending.count < parallelLanes else { return .idle }
         return claim(Claim(excluding: Set(sending.keys), ignoringSchedule: isFlushing))
     }
 
