@@ -11,6 +11,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .target(name: "CBenchSupport"),
@@ -20,6 +21,8 @@ let package = Package(
                 "CBenchSupport",
                 .product(name: "Courier", package: "Courier"),
                 .product(name: "CourierImages", package: "Courier"),
+                .product(name: "CourierPostgres", package: "Courier"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "CourierTestServer", package: "Courier"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

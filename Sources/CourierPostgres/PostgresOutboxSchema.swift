@@ -19,8 +19,8 @@ struct PostgresOutboxSchema: Sendable {
     /// The channel its notifications go on.
     let channel: String
 
-    /// The version ``migrate(_:)`` brings a table to.
-    static let version = 1
+    /// The version ``migrate(_:)`` brings a table to (2: the lanes index).
+    static let version = 2
 
     struct InvalidName: Error, CustomStringConvertible {
         let name: String
@@ -88,11 +88,49 @@ struct PostgresOutboxSchema: Sendable {
                         ON \(unescaped: table) (pipeline, origin, seq) WHERE outcome IS NULL AND dead_reason IS NULL
                     """, logger: logger)
             }
+            if current < 2 {
+                // The pending rows by lane, oldest first: a claim finds each lane's head in a few index
+                // probes (``laneHeads``) instead of grouping every pending row.
+                try await connection.query("""
+                    CREATE INDEX IF NOT EXISTS \(unescaped: "\"courier_outbox_\(name)_lanes\"")
+                        ON \(unescaped: table) ((coalesce(ordering_key, '')), seq) WHERE outcome IS NULL AND dead_reason IS NULL
+                    """, logger: logger)
+            }
             try await connection.query("""
                 INSERT INTO courier_outbox_migrations (outbox, version) VALUES (\(name), \(Self.version))
                     ON CONFLICT (outbox) DO UPDATE SET version = excluded.version
                 """, logger: logger)
         }
+    }
+
+    /// The oldest pending row of each lane of the rows `pipeline` may claim (rows without an ordering key
+    /// share the host's lane), oldest first. A skip scan of the lanes index: one probe per lane to find the
+    /// next lane and one for its head, however many rows are pending.
+    func laneHeads(of pipeline: OutboxPipeline) -> PostgresQuery {
+        let lane = "coalesce(ordering_key, '')"
+        return """
+            WITH RECURSIVE lanes(lane) AS (
+                (SELECT \(unescaped: lane) FROM \(unescaped: table)
+                    WHERE outcome IS NULL AND dead_reason IS NULL
+                        AND (pipeline = \(pipeline.identity) OR (pipeline IS NULL AND origin = \(pipeline.origin))
+                            OR (\(pipeline.replaysEveryRow) AND origin = \(pipeline.origin)))
+                    ORDER BY \(unescaped: lane) LIMIT 1)
+                UNION ALL
+                SELECT (SELECT \(unescaped: lane) FROM \(unescaped: table)
+                    WHERE outcome IS NULL AND dead_reason IS NULL AND \(unescaped: lane) > lanes.lane
+                        AND (pipeline = \(pipeline.identity) OR (pipeline IS NULL AND origin = \(pipeline.origin))
+                            OR (\(pipeline.replaysEveryRow) AND origin = \(pipeline.origin)))
+                    ORDER BY \(unescaped: lane) LIMIT 1)
+                FROM lanes WHERE lanes.lane IS NOT NULL)
+            SELECT head.* FROM lanes CROSS JOIN LATERAL (
+                SELECT * FROM \(unescaped: table)
+                    WHERE outcome IS NULL AND dead_reason IS NULL AND \(unescaped: lane) = lanes.lane
+                        AND (pipeline = \(pipeline.identity) OR (pipeline IS NULL AND origin = \(pipeline.origin))
+                            OR (\(pipeline.replaysEveryRow) AND origin = \(pipeline.origin)))
+                    ORDER BY seq LIMIT 1) AS head
+            WHERE lanes.lane IS NOT NULL
+            ORDER BY head.seq
+            """
     }
 
     static let silent = Logger(label: "courier.outbox.postgres.queries", factory: { _ in SwiftLogNoOpLogHandler() })

@@ -51,15 +51,7 @@ extension PostgresOutboxStore {
         let (result, damaged) = try await client.withTransaction(logger: silent) { connection -> (OutboxClaimResult, [String]) in
             // The oldest pending row of each lane (rows without an ordering key share the host's lane), read
             // without locks: instances claiming at once each lock only the head they chose, not every lane's.
-            let rows = try await connection.query("""
-                SELECT * FROM \(unescaped: table) WHERE seq IN (
-                    SELECT min(seq) FROM \(unescaped: table)
-                    WHERE (pipeline = \(pipeline.identity) OR (pipeline IS NULL AND origin = \(pipeline.origin))
-                            OR (\(pipeline.replaysEveryRow) AND origin = \(pipeline.origin)))
-                        AND dead_reason IS NULL AND outcome IS NULL
-                    GROUP BY coalesce(ordering_key, ''))
-                ORDER BY seq
-                """, logger: silent)
+            let rows = try await connection.query(schema.laneHeads(of: pipeline), logger: silent)
             var heads: [String: (record: OutboxRecord, fact: ReplayStateMachine.Head)] = [:]
             var facts: [ReplayStateMachine.Head] = []
             var damaged: [String] = []

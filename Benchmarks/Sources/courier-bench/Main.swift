@@ -8,7 +8,7 @@ struct CourierBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "courier-bench",
         abstract: "Courier against raw async-http-client, URLSession and curl, in interleaved rounds.",
-        subcommands: [RunBenchmarks.self, Serve.self, DownloadAHC.self, DownloadCourier.self, UploadCourier.self, Profile.self],
+        subcommands: [RunBenchmarks.self, Serve.self, DownloadAHC.self, DownloadCourier.self, UploadCourier.self, Profile.self, OutboxInstance.self],
         defaultSubcommand: RunBenchmarks.self)
 }
 

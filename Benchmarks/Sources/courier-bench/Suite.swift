@@ -45,6 +45,8 @@ struct Suite {
             Latency.scenario(server: fastServer, requests: quick ? 600 : 20_000, callers: 6),
             Soak.scenario(server: fastServer, segments: quick ? 4 : 8, perSegment: quick ? 500 : 10_000, warmup: quick ? 2 : 3, inFlight: 6),
             Freezing.scenario(count: quick ? 50 : 500),
+            Fleet.freezeScenario(count: quick ? 100 : 2_000),
+            Fleet.replayScenario(rows: quick ? 300 : 10_000, origin: inProcess),
             Images.thumbnailScenario(corpus: imageCorpus.get, size: 256),
             Images.cacheScenario(server: inProcess, corpus: imageCorpus.get, count: quick ? 1_000 : 100_000),
         ]
@@ -56,6 +58,7 @@ struct Suite {
             print(Table.render(report))
         }
         try await inProcess.shutdown()
+        await Fleet.cluster.stop()
 
         let report = Report(
             date: ISO8601DateFormatter().string(from: Date()), commit: Machine.commit(in: packageDirectory),
