@@ -115,7 +115,10 @@ final class EngineConnectivity: Sendable {
         } catch {
             logger.debug("courier outbox cannot be opened yet", metadata: ["courier-error": "\(error.message)"])
             let delay = min(30, 0.5 * Double(1 << min(failures, 6)))
-            OutboxDatabase.io.asyncAfter(deadline: .now() + delay) { [weak self] in self?.startReplaying(failures: failures + 1) }
+            // Not on the I/O queue: every freeze of the process waits behind what runs there.
+            DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [weak self] in
+                self?.startReplaying(failures: failures + 1)
+            }
             return
         }
         _ = replayer()
