@@ -17,7 +17,7 @@ import PostgresNIO
 /// DATA_DIR may be `postgres://user@127.0.0.1:PORT/DATABASE` instead (the password in `PGPASSWORD`): the
 /// PostgreSQL outbox `fleet` (the fleet test, Tests/CourierTests/OutboxFleetTests.swift), where requests
 /// (`POST BASE_URL/delay/20`, keys `fleet-N`) are spread over 20 ordering keys (`lane-N % 20`), a freeze that fails because the server
-/// is away is tried again (as a service would), and replay leases last 3 s.
+/// is away is tried again (as a service would), and replay leases last 10 s.
 @main
 enum OutboxChild {
     static func main() async {
