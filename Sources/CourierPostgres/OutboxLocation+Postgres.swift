@@ -37,7 +37,8 @@ extension OutboxLocation {
     public static func postgres(client: PostgresClient, name: String, timeout: Duration = .seconds(15)) -> OutboxLocation {
         let location = URL(string: "postgres:outbox/\(name)") ?? URL(fileURLWithPath: "/")
         return OutboxLocation(
-            description: "PostgreSQL outbox \(name)", exists: { true },
+            description: "PostgreSQL outbox \(name)", url: location, listenersKey: PostgresOutboxStore.key(client: client, name: name),
+            exists: { true },
             open: { logger throws(NetworkError) in
                 try PostgresOutboxStore.open(client: client, name: name, location: location, timeout: timeout, logger: logger)
             })

@@ -23,28 +23,54 @@ extension PostgresOutboxStore {
             isBodyIntact: true)
     }
 
+    /// The server's clock, as a claim's rows carry it (``PostgresOutboxSchema/now``).
+    static func serverNow(_ columns: PostgresRandomAccessRow) -> Double? {
+        guard columns.contains("courier_now") else { return nil }
+        return try? columns["courier_now"].decode(Double.self)
+    }
+
+    /// A head and its row with their times on this machine's clock (`offset`: the server's clock minus ours),
+    /// for the replayer, whose timers run on ours.
+    static func local(
+        _ head: ReplayStateMachine.Head, _ decision: ReplayStateMachine.HeadDecision, _ record: OutboxRecord, offset: Double
+    ) -> OutboxClaimResult {
+        var head = head
+        var record = record
+        head.expiresAt = head.expiresAt.map { $0 - offset }
+        head.nextAttemptAt -= offset
+        head.leasedUntil = head.leasedUntil.map { $0 - offset }
+        record.expiresAt = record.expiresAt.map { $0 - offset }
+        record.nextAttemptAt -= offset
+        record.createdAt -= offset
+        let decision: ReplayStateMachine.HeadDecision = if case .wait(let until) = decision { .wait(until: until - offset) } else { decision }
+        return .head(head, decision, record)
+    }
+
     func claimHead(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) -> OutboxClaimResult {
         do {
-            return try blocking { [self] in try await claimInTransaction(pipeline, claim: claim, now: now, lease: lease) }
+            return try blocking { [self] in try await claimInTransaction(pipeline, claim: claim, localNow: now, lease: lease) }
         } catch {
             logger.debug("courier outbox claim failed", metadata: ["courier-error": "\(Self.describe(error))"])
             return .failed(Self.describe(error))
         }
     }
 
-    private func claimInTransaction(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) async throws -> OutboxClaimResult {
+    /// Decides on the server's clock (every time in the table is the server's), and answers on ours.
+    private func claimInTransaction(
+        _ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, localNow: Double, lease: Double
+    ) async throws -> OutboxClaimResult {
         let table = schema.table
         let silent = PostgresOutboxSchema.silent
         // Finished rows past their retention, a few at a time, skipping any another instance is removing
         // (at most once a minute: not a round trip more for every claim).
         let purges = lastPurge.withLockedValue { last in
-            defer { if now - last >= 60 { last = now } }
-            return now - last >= 60
+            defer { if localNow - last >= 60 { last = localNow } }
+            return localNow - last >= 60
         }
         if purges {
             try await client.query("""
                 DELETE FROM \(unescaped: table) WHERE seq IN (SELECT seq FROM \(unescaped: table)
-                    WHERE outcome IS NOT NULL AND finished_at < \(now - Self.outcomeRetention) LIMIT 1000 FOR UPDATE SKIP LOCKED)
+                    WHERE outcome IS NOT NULL AND finished_at < \(unescaped: PostgresOutboxSchema.now) - \(Self.outcomeRetention) LIMIT 1000 FOR UPDATE SKIP LOCKED)
                 """, logger: silent)
         }
         let owner = owner
@@ -55,8 +81,10 @@ extension PostgresOutboxStore {
             var heads: [String: (record: OutboxRecord, fact: ReplayStateMachine.Head)] = [:]
             var facts: [ReplayStateMachine.Head] = []
             var damaged: [String] = []
+            var now = localNow
             for try await row in rows {
                 let columns = row.makeRandomAccess()
+                if let serverNow = Self.serverNow(columns) { now = serverNow }
                 guard let record = PostgresOutboxSchema.record(columns) else {
                     // A row this version cannot read is set aside (never deleted, never sent as something else).
                     if let seq = try? columns["seq"].decode(Int.self) {
@@ -76,14 +104,16 @@ extension PostgresOutboxStore {
                 if case .wait(let until) = decision {
                     // Heads passed over are being claimed by others: look again soon (their outcome may free a lane).
                     let soon = passedOver == nil ? until : min(until, now + Self.passedOverRecheck)
-                    return (.head(head, .wait(until: soon), record), damaged)
+                    return (Self.local(head, .wait(until: soon), record, offset: now - localNow), damaged)
                 }
                 var locked: (OutboxRecord, ReplayStateMachine.Head)?
                 for try await row in try await connection.query("""
-                    SELECT * FROM \(unescaped: table) WHERE id = \(head.id) AND outcome IS NULL AND dead_reason IS NULL
+                    SELECT *, \(unescaped: PostgresOutboxSchema.now) AS courier_now FROM \(unescaped: table)
+                    WHERE id = \(head.id) AND outcome IS NULL AND dead_reason IS NULL
                     FOR UPDATE SKIP LOCKED
                     """, logger: silent) {
                     let columns = row.makeRandomAccess()
+                    if let serverNow = Self.serverNow(columns) { now = serverNow }
                     if let fresh = PostgresOutboxSchema.record(columns) { locked = (fresh, Self.head(fresh, columns, now: now)) }
                 }
                 facts.removeAll { $0.id == head.id }
@@ -114,10 +144,10 @@ extension PostgresOutboxStore {
                 case .wait:
                     break
                 }
-                return (.head(freshHead, decision, record), damaged)
+                return (Self.local(freshHead, decision, record, offset: now - localNow), damaged)
             }
             if let passedOver, let record = heads[passedOver.id]?.record {
-                return (.head(passedOver, .wait(until: now + Self.passedOverRecheck), record), damaged)
+                return (Self.local(passedOver, .wait(until: now + Self.passedOverRecheck), record, offset: now - localNow), damaged)
             }
             return (.empty, damaged)
         }
@@ -128,13 +158,16 @@ extension PostgresOutboxStore {
         return result
     }
 
+    /// Extends this instance's lease to `until` (on our clock: the server's is `until - now` from its now).
     @discardableResult
     func renewLease(id: String, until: Double) -> Bool {
         let owner = owner
+        let length = until - Date().timeIntervalSince1970
         return (try? blocking { [self] in
             var renewed = false
             for try await _ in try await client.query("""
-                UPDATE \(unescaped: schema.table) SET lease_expires = \(until) WHERE id = \(id) AND lease_owner = \(owner) RETURNING id
+                UPDATE \(unescaped: schema.table) SET lease_expires = \(unescaped: PostgresOutboxSchema.now) + \(length)
+                WHERE id = \(id) AND lease_owner = \(owner) RETURNING id
                 """, logger: PostgresOutboxSchema.silent) {
                 renewed = true
             }
@@ -142,47 +175,76 @@ extension PostgresOutboxStore {
         }) ?? false
     }
 
+    /// How soon an outcome that could not be recorded is tried again, at most.
+    static let outcomeRetryCeiling: Double = 2
+
+    /// Records an outcome, trying again (and renewing the lease meanwhile) until the server takes it: an
+    /// outcome lost here would let the lease lapse and the row be sent again. The work queue waits: the
+    /// lane stays this instance's until its outcome is known, and nothing else can reach the server anyway.
     func complete(id: String, _ completion: ReplayStateMachine.Completion, status: Int?, error: String?, counted: Bool, now: Double) {
-        let table = schema.table
-        let owner = owner
-        let added = counted ? 1 : 0
-        let silent = PostgresOutboxSchema.silent
-        let done: Void? = try? blocking { [self] in
-            switch completion {
-            case .delivered, .failedPermanently:
-                let outcome = completion == .delivered ? "delivered" : "failed"
-                // Recorded once: an instance whose lease expired and whose row another then delivered adds nothing.
-                try await client.query("""
-                    UPDATE \(unescaped: table) SET outcome = \(outcome), finished_at = \(now), last_status = \(status), last_error = \(error),
-                        attempts = attempts + \(added), body = NULL, lease_owner = NULL, lease_expires = NULL
-                    WHERE id = \(id) AND outcome IS NULL
-                    """, logger: silent)
-            case .deadLettered(let reason):
-                try await client.query("""
-                    UPDATE \(unescaped: table) SET dead_reason = \(reason.rawValue), last_status = \(status), last_error = \(error),
-                        attempts = attempts + \(added), lease_owner = NULL, lease_expires = NULL
-                    WHERE id = \(id) AND outcome IS NULL AND (lease_owner = \(owner) OR lease_owner IS NULL)
-                    """, logger: silent)
-            case .retry(let at):
-                // Only while the claim is still this instance's: another that took the row over owns its schedule.
-                try await client.query("""
-                    UPDATE \(unescaped: table) SET next_attempt_at = \(at), last_status = \(status), last_error = \(error),
-                        attempts = attempts + \(added), lease_owner = NULL, lease_expires = NULL
-                    WHERE id = \(id) AND outcome IS NULL AND (lease_owner = \(owner) OR lease_owner IS NULL)
-                    """, logger: silent)
-            }
-        }
-        if done == nil {
-            logger.debug("courier outbox outcome not recorded", metadata: ["courier-outbox-id": "\(id)"])
-        }
+        untilRecorded(id: id) { [self] in try await record(id: id, completion, status: status, error: error, counted: counted, now: now) }
         switch completion {
         case .retry: notify(.due)
         default: notify(.settled)
         }
     }
 
+    /// Deletes a row whose replay was dropped on its way (and the server did not take it), as surely as an outcome.
     func delete(id: String) {
-        _ = try? blocking { [self] in try await schema.delete(id: id, onlyPending: false, client: client, logger: logger) }
+        untilRecorded(id: id) { [self] in _ = try await schema.delete(id: id, onlyPending: false, client: client, logger: logger) }
         notify(.settled)
+    }
+
+    /// Runs `write` until the server takes it, renewing the row's lease between tries: an outcome lost here
+    /// would let the lease lapse and the row be sent again. The work queue waits meanwhile: the lane stays
+    /// this instance's until its outcome is known, and nothing else of this store can reach the server anyway.
+    private func untilRecorded(id: String, _ write: @escaping @Sendable () async throws -> Void) {
+        var failures = 0
+        while true {
+            do {
+                try blocking(write)
+                return
+            } catch {
+                failures += 1
+                logger.warning("courier outbox outcome not recorded yet; trying again", metadata: [
+                    "courier-outbox-id": "\(id)", "courier-error": "\(Self.describe(error))", "courier-attempt": "\(failures)"])
+                renewLease(id: id, until: Date().timeIntervalSince1970 + 30)
+                Thread.sleep(forTimeInterval: min(Self.outcomeRetryCeiling, 0.1 * Double(1 << min(failures, 5))))
+            }
+        }
+    }
+
+    private func record(
+        id: String, _ completion: ReplayStateMachine.Completion, status: Int?, error: String?, counted: Bool, now: Double
+    ) async throws {
+        let table = schema.table
+        let owner = owner
+        let added = counted ? 1 : 0
+        let silent = PostgresOutboxSchema.silent
+        let serverNow = PostgresOutboxSchema.now
+        switch completion {
+        case .delivered, .failedPermanently:
+            let outcome = completion == .delivered ? "delivered" : "failed"
+            // Recorded once: an instance whose lease expired and whose row another then delivered adds nothing.
+            try await client.query("""
+                UPDATE \(unescaped: table) SET outcome = \(outcome), finished_at = \(unescaped: serverNow), last_status = \(status),
+                    last_error = \(error), attempts = attempts + \(added), body = NULL, lease_owner = NULL, lease_expires = NULL
+                WHERE id = \(id) AND outcome IS NULL
+                """, logger: silent)
+        case .deadLettered(let reason):
+            try await client.query("""
+                UPDATE \(unescaped: table) SET dead_reason = \(reason.rawValue), last_status = \(status), last_error = \(error),
+                    attempts = attempts + \(added), lease_owner = NULL, lease_expires = NULL
+                WHERE id = \(id) AND outcome IS NULL AND (lease_owner = \(owner) OR lease_owner IS NULL)
+                """, logger: silent)
+        case .retry(let at):
+            // Only while the claim is still this instance's: another that took the row over owns its schedule.
+            // `at` is on our clock: the server's is as far from its now.
+            try await client.query("""
+                UPDATE \(unescaped: table) SET next_attempt_at = \(unescaped: serverNow) + \(at - now), last_status = \(status),
+                    last_error = \(error), attempts = attempts + \(added), lease_owner = NULL, lease_expires = NULL
+                WHERE id = \(id) AND outcome IS NULL AND (lease_owner = \(owner) OR lease_owner IS NULL)
+                """, logger: silent)
+        }
     }
 }

@@ -16,7 +16,7 @@ import PostgresNIO
 final class PostgresOutboxStore: OutboxStore {
     let client: PostgresClient
     let schema: PostgresOutboxSchema
-    let listeners = OutboxListeners()
+    let listeners: OutboxListeners
     let work = DispatchQueue(label: "courier.outbox.postgres.work")
     let leases = DispatchQueue(label: "courier.outbox.postgres.leases")
     let location: URL
@@ -41,7 +41,7 @@ final class PostgresOutboxStore: OutboxStore {
     static func open(
         client: PostgresClient, name: String, location: URL, timeout: Duration = .seconds(15), logger: Logger?
     ) throws(NetworkError) -> PostgresOutboxStore {
-        let key = "\(ObjectIdentifier(client).hashValue) \(name)"
+        let key = key(client: client, name: name)
         if let store = registry.withLockedValue({ $0[key] }) { return store }
         let schema: PostgresOutboxSchema
         do {
@@ -65,8 +65,12 @@ final class PostgresOutboxStore: OutboxStore {
         return opened.0
     }
 
+    /// The store's key in this process: its client and outbox name (its registry's, and its listeners').
+    static func key(client: PostgresClient, name: String) -> String { "postgres:\(ObjectIdentifier(client).hashValue) \(name)" }
+
     private init(client: PostgresClient, schema: PostgresOutboxSchema, location: URL, timeout: Duration, logger: Logger?) {
         self.client = client
+        self.listeners = OutboxListeners.shared(Self.key(client: client, name: schema.name))
         self.timeout = timeout
         self.schema = schema
         self.location = location
@@ -79,19 +83,22 @@ final class PostgresOutboxStore: OutboxStore {
     /// Runs `body` on the store's own executor (threads of its own, never the cooperative pool) and waits
     /// for it here, for at most ``timeout``. The caller is one of the outbox's dispatch queues, or a
     /// thread calling ``Outbox``'s synchronous accessors: were `body` to run on the cooperative pool, callers
-    /// blocking its few threads (an app's tasks reading ``Outbox/entries``) would leave it nowhere to run.
+    /// blocking its few threads would leave it nowhere to run.
     ///
-    /// A body that succeeds only after the caller gave up (its query was already on its way) runs `undo`
-    /// with what it returned: the caller was told it failed, so nothing it did may stay.
-    func blocking<Value: Sendable>(
-        undo: (@Sendable (Value) async -> Void)? = nil, _ body: @escaping @Sendable () async throws -> Value
+    /// When the caller gives up waiting, `body` is cancelled and, once it has ended (whatever it says: a
+    /// commit may succeed after its connection was lost), `undo` runs until it succeeds, in a task of its
+    /// own: the caller was told it failed, so nothing it did may stay. `body` gets a check to make just
+    /// before it writes (``BlockingCall/isAbandoned``), so that a late body mostly writes nothing at all.
+    func blockingWrite<Value: Sendable>(
+        undo: (@Sendable () async throws -> Void)? = nil, _ body: @escaping @Sendable (_ isAbandoned: @escaping @Sendable () -> Bool) async throws -> Value
     ) throws -> Value {
         let result = NIOLockedValueBox<BlockingCall<Value>>(.waiting)
         let done = DispatchSemaphore(value: 0)
-        let task = Task(executorPreference: Self.executor) {
+        let isAbandoned: @Sendable () -> Bool = { result.withLockedValue { if case .abandoned = $0 { true } else { false } } }
+        let task = Task(executorPreference: Self.executor) { [self] in
             let outcome: Result<Value, any Error>
             do {
-                outcome = .success(try await body())
+                outcome = .success(try await body(isAbandoned))
             } catch {
                 outcome = .failure(error)
             }
@@ -100,10 +107,11 @@ final class PostgresOutboxStore: OutboxStore {
                 call = .finished(outcome)
                 return false
             }
-            if abandoned, case .success(let value) = outcome { await undo?(value) }
+            if abandoned, let undo { undoUntilDone(undo) }
             done.signal()
         }
-        let (seconds, attoseconds) = timeout.components
+        let wait = min(timeout, .seconds(86_400))
+        let (seconds, attoseconds) = wait.components
         _ = done.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
         let outcome = result.withLockedValue { call -> Result<Value, any Error>? in
             guard case .finished(let outcome) = call else {
@@ -114,9 +122,34 @@ final class PostgresOutboxStore: OutboxStore {
         }
         guard let outcome else {
             task.cancel()
-            throw NetworkError(.outboxUnavailable, "the PostgreSQL server did not answer within \(Self.seconds(timeout))")
+            throw NetworkError(.outboxUnavailable, "the PostgreSQL server did not answer within \(Self.seconds(timeout)) (is it running, and are the client's host, port, user and password right?)")
         }
         return try outcome.get()
+    }
+
+    /// ``blockingWrite(undo:_:)`` for bodies that need not know whether their caller gave up.
+    func blocking<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) throws -> Value {
+        try blockingWrite(undo: nil) { _ in try await body() }
+    }
+
+    /// Runs `undo` in a task of its own (never the cancelled one of the call it undoes) until it succeeds,
+    /// waiting longer between tries up to 30 s, for as long as the process runs.
+    func undoUntilDone(_ undo: @escaping @Sendable () async throws -> Void) {
+        let logger = logger
+        Task.detached(executorPreference: Self.executor) {
+            var failures = 0
+            while true {
+                do {
+                    try await undo()
+                    return
+                } catch {
+                    failures += 1
+                    logger.warning("courier outbox could not yet undo a write its caller was told had failed; trying again",
+                                   metadata: ["courier-error": "\(Self.describe(error))", "courier-attempt": "\(failures)"])
+                    try? await Task.sleep(for: .milliseconds(min(30_000, 250 << min(failures, 7))))
+                }
+            }
+        }
     }
 
     static func seconds(_ duration: Duration) -> String {
@@ -126,6 +159,11 @@ final class PostgresOutboxStore: OutboxStore {
 
     /// A PostgreSQL error as a user reads it: the server's message, not the query (which `PSQLError` hides).
     static func describe(_ error: any Error) -> String {
+        if let error = error as? PostgresTransactionError,
+            let inner = error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError {
+            return describe(inner)
+        }
+        if let error = error as? NetworkError { return error.message }
         if let error = error as? PSQLError {
             if let message = error.serverInfo?[.message] { return "PostgreSQL: \(message)" }
             return "PostgreSQL: \(error.code)"
@@ -149,12 +187,16 @@ final class PostgresOutboxStore: OutboxStore {
         record.headers = CredentialFields.removed(from: record.headers)
         let row = record
         do {
-            // Committed after the freeze was reported failed (the server answered too late): deleted again,
-            // so that a request its caller was told is not frozen is never sent.
-            let undo: @Sendable (()) async -> Void = { [self] _ in
-                _ = try? await schema.delete(id: row.id, onlyPending: true, client: client, logger: logger)
+            // Written after the freeze was reported failed (the server answered too late, or a commit whose
+            // answer was lost): deleted again, so that a request its caller was told is not frozen is never
+            // sent. A body that starts after its caller gave up writes nothing.
+            let undo: @Sendable () async throws -> Void = { [self] in
+                _ = try await schema.delete(id: row.id, onlyPending: true, owner: nil, client: client, logger: logger)
             }
-            try blocking(undo: undo) { [self] in try await schema.insert(row, client: client, logger: logger) }
+            try blockingWrite(undo: undo) { [self] isAbandoned in
+                guard !isAbandoned() else { throw CancellationError() }
+                try await schema.insert(row, client: client, logger: logger)
+            }
         } catch {
             throw NetworkError(
                 .outboxUnavailable, "the request could not be written to the PostgreSQL outbox \(schema.name): \(Self.describe(error))",
@@ -182,13 +224,18 @@ final class PostgresOutboxStore: OutboxStore {
         (try? blocking { [self] in try await schema.count(client: client, logger: logger) }) ?? 0
     }
 
-    func finishedEntries() -> [OutboxEntry] {
-        (try? blocking { [self] in try await schema.finished(client: client, logger: logger) }) ?? []
+    func finishedEntries() throws(NetworkError) -> [OutboxEntry] {
+        do {
+            return try blocking { [self] in try await schema.finished(client: client, logger: logger) }
+        } catch {
+            throw NetworkError(
+                .outboxUnavailable, "the PostgreSQL outbox \(schema.name) cannot be read: \(Self.describe(error))", underlying: error)
+        }
     }
 
     func revive(id: String, now: Double) -> Bool {
         onWork {
-            let revived = (try? blocking { [self] in try await schema.revive(id: id, now: now, client: client, logger: logger) }) ?? false
+            let revived = (try? blocking { [self] in try await schema.revive(id: id, client: client, logger: logger) }) ?? false
             if revived { notify(.due) }
             return revived
         }
@@ -197,7 +244,8 @@ final class PostgresOutboxStore: OutboxStore {
     func drop(id: String) -> Bool {
         onWork {
             if dropReplayInFlight(id) { return true }
-            let removed = (try? blocking { [self] in try await schema.delete(id: id, onlyPending: true, client: client, logger: logger) }) ?? false
+            // Not a row another instance is sending now (its lease is live): its attempt decides.
+            let removed = (try? blocking { [self] in try await schema.delete(id: id, onlyPending: true, owner: owner, client: client, logger: logger) }) ?? false
             if removed {
                 listeners.operationDropped(id)
                 notify(.settled)

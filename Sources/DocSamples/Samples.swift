@@ -235,9 +235,13 @@ func sample_Freezing_6() async throws {
 
 // Sources/Courier/Courier.docc/Freezing.md, sample 7
 func sample_Freezing_7() async throws {
-    let outbox = try Outbox()
-    for entry in outbox.outcomes where entry.state == .delivered { store.markSent(idempotencyKey: entry.idempotencyKey) }
-    for entry in outbox.deadLetters where entry.state == .deadLettered(.unauthorized) { outbox.retry(entry.id) }
+    let outbox = try await Outbox.open(.sqlite(directory: Outbox.defaultDirectory))
+    for entry in try await outbox.readOutcomes() where entry.state == .delivered {
+        store.markSent(idempotencyKey: entry.idempotencyKey)
+    }
+    for entry in try await outbox.readDeadLetters() where entry.state == .deadLettered(.unauthorized) {
+        await outbox.retry(entry.id)
+    }
     _ = outbox
 }
 

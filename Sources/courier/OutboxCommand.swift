@@ -32,10 +32,10 @@ struct OutboxCommand: AsyncParsableCommand {
         var url: URL { dataDir.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? Outbox.defaultDirectory }
 
         /// Where the outbox is; a PostgreSQL client is made and run for the rest of the process.
-        func location() throws -> OutboxLocation {
+        func location() async throws -> OutboxLocation {
             guard let database else { return .sqlite(directory: url) }
             do {
-                return try PostgresOutboxOption.location(url: database, passwordFile: passwordFile, name: outboxName)
+                return try await PostgresOutboxOption.location(url: database, passwordFile: passwordFile, name: outboxName)
             } catch let failure as CLIFailure {
                 throw failure
             } catch {
@@ -43,10 +43,13 @@ struct OutboxCommand: AsyncParsableCommand {
             }
         }
 
-        func open() throws -> Outbox {
-            let location = try location()
+        func open() async throws -> Outbox {
+            try await Self.open(try await location())
+        }
+
+        static func open(_ location: OutboxLocation) async throws -> Outbox {
             do {
-                return try Outbox(location)
+                return try await Outbox.open(location)
             } catch {
                 throw CLIFailure(exitCode: 1, message: error.description)
             }
@@ -58,7 +61,7 @@ struct OutboxCommand: AsyncParsableCommand {
         @OptionGroup var options: DataDirectoryOption
 
         func run() async throws {
-            let outbox = try options.open()
+            let outbox = try await options.open()
             for report in outbox.damageReports { print("warning: \(report.message)") }
             for file in outbox.setAsideDatabases { print("a damaged outbox was set aside: \(file.path)") }
             let entries = try await OutboxCommand.entries(of: outbox)
@@ -92,8 +95,8 @@ struct OutboxCommand: AsyncParsableCommand {
 
         nonisolated func flush() async throws {
             let fields = try RequestOptions.fields(RequestOptions.parse(headers))
-            let location = try options.location()
-            let outbox = try options.open()
+            let location = try await options.location()
+            let outbox = try await DataDirectoryOption.open(location)
             let origins = Set(try await OutboxCommand.entries(of: outbox).filter { $0.state == .pending }.map { OutboxCommand.origin(of: $0.url) })
             for origin in origins.sorted() {
                 let engine = NetworkEngine(baseURL: origin, configuration: .init {
@@ -115,23 +118,25 @@ struct OutboxCommand: AsyncParsableCommand {
         }
     }
 
-    struct Drop: ParsableCommand {
+    struct Drop: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "drop", abstract: "Remove one frozen request; it will not be sent.")
         @OptionGroup var options: DataDirectoryOption
         @Argument(help: "The id, as 'courier outbox list' prints it.") var id: String
 
-        func run() throws {
-            guard try options.open().drop(id) else { throw CLIFailure(exitCode: 1, message: "no frozen request with id \(id)") }
+        func run() async throws {
+            guard await try options.open().drop(id) else {
+                throw CLIFailure(exitCode: 1, message: "no frozen request with id \(id) (or another instance is sending it now)")
+            }
             print("dropped \(id)")
         }
     }
 
-    struct Clear: ParsableCommand {
+    struct Clear: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "clear", abstract: "Remove every frozen request.")
         @OptionGroup var options: DataDirectoryOption
 
-        func run() throws {
-            print("cleared \(try options.open().clear()) frozen request(s)")
+        func run() async throws {
+            print("cleared \(await try options.open().clear()) frozen request(s)")
         }
     }
 

@@ -51,7 +51,7 @@ struct PostCommand: AsyncParsableCommand {
             }
             body = .form(form)
         }
-        let outboxLocation = try dataDirectory.location()
+        let outboxLocation = try await dataDirectory.location()
         let engine = try options.makeEngine {
             $0.outbox = outboxLocation
             $0.replaysOutbox = false

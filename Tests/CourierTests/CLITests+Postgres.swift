@@ -31,6 +31,16 @@ extension CLITests {
         let withPassword = try await courier(["outbox", "list", "--database", "postgres://courier:pw@127.0.0.1:\(database.port)/postgres"])
         #expect(withPassword.status == 2 && withPassword.stderr.contains("PGPASSWORD"), "a password in the URL is refused")
         #expect(!withPassword.stderr.contains("pw@"), "and never echoed")
+        // A server that refuses says why, at once: not a pool that waited out its timeout.
+        let wrongPassword = try await courier(["outbox", "list", "--database", database.url], environment: ["PGPASSWORD": "not-it"])
+        #expect(wrongPassword.status == 1 && wrongPassword.stderr.contains("password authentication failed"), "\(wrongPassword.stderr)")
+        #expect(!wrongPassword.stderr.contains("not-it"))
+        let nobody = try await TestServer.vacantPort()
+        let refused = try await courier(["outbox", "list", "--password-file", database.passwordFile,
+                                         "--database", "postgres://courier@127.0.0.1:\(nobody)/postgres"])
+        #expect(refused.status == 1 && refused.stderr.contains("cannot connect to the PostgreSQL server at 127.0.0.1:\(nobody)"), "\(refused.stderr)")
+        let badPort = try await courier(["outbox", "list", "--database", "postgres://courier@127.0.0.1:70000/postgres"])
+        #expect(badPort.status == 2 && badPort.stderr.contains("1 to 65535"), "\(badPort.stderr)")
 
         let server = try await TestServer.start(port: port)
         defer { Task { try? await server.shutdown() } }

@@ -24,10 +24,13 @@ struct CLITests {
         try await courier(arguments)
     }
 
-    func courier(_ arguments: [String]) async throws -> Run {
+    func courier(_ arguments: [String], environment: [String: String] = [:]) async throws -> Run {
         let process = Process()
         process.executableURL = Self.binary
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

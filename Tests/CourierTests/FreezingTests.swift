@@ -241,7 +241,7 @@ struct FreezingTests {
         #expect(outbox.deadLetters.map(\.state) == [.deadLettered(.tooManyAttempts), .deadLettered(.expired)])
         #expect(origin.received.all.map(\.path) == ["/v1/limited", "/v1/limited"])
         #expect(outbox.drop(outbox.deadLetters[0].id))
-        #expect(outbox.clear() == 1)
+        #expect(await outbox.clear() == 1)
     }
 
     @Test func cancellingAFrozenOperationRemovesItForGood() async throws {

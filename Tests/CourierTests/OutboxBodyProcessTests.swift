@@ -100,13 +100,13 @@ struct OutboxBodyProcessTests {
 
         // Every row has its whole copy, and nothing else is left once a process sweeps (the CLI's list).
         _ = try await OutboxProcessTests.run(CLITests.binary, ["outbox", "list", "--data-dir", directory.path])
-        let records = outbox.database.records()
+        let records = outbox.database!.records()
         #expect(records.count == total)
         #expect(Set(records.map(\.idempotencyKey)) == Set((0..<total).map { "files-\($0)" }))
-        #expect(Self.names((outbox.database as! OutboxDatabase).bodies.folder) == Set(records.map(\.id)), "no orphan, no half-made copy, no row without its copy")
+        #expect(Self.names((outbox.database! as! OutboxDatabase).bodies.folder) == Set(records.map(\.id)), "no orphan, no half-made copy, no row without its copy")
         for record in records {
             let layout = try #require(record.frozenBody)
-            #expect((outbox.database as! OutboxDatabase).bodies.problem(with: layout, id: record.id) == nil)
+            #expect((outbox.database! as! OutboxDatabase).bodies.problem(with: layout, id: record.id) == nil)
         }
 
         // Replayed by another process: every form arrives with its file as it was, and the copies go.
@@ -123,7 +123,7 @@ struct OutboxBodyProcessTests {
         // The child exits once nothing is pending, perhaps between its last commit and removing that copy
         // (as a crash would): the next process to open the outbox sweeps it.
         _ = try await OutboxProcessTests.run(CLITests.binary, ["outbox", "list", "--data-dir", directory.path])
-        #expect(Self.names((outbox.database as! OutboxDatabase).bodies.folder).isEmpty)
+        #expect(Self.names((outbox.database! as! OutboxDatabase).bodies.folder).isEmpty)
         print("body process test: \(kills) kills, \(sweeps.withLockedValue { $0 }) sweeps by other processes")
     }
 

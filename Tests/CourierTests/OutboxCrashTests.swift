@@ -57,7 +57,7 @@ struct OutboxCrashTests {
     }
 
     /// Rows in the outbox, read as another process would (WAL lets readers in while the child writes).
-    func rowCount(_ outbox: Outbox) -> Int { outbox.database.count() }
+    func rowCount(_ outbox: Outbox) -> Int { outbox.database!.count() }
 
     @Test(.timeLimit(.minutes(5))) func fiveHundredFrozenRequestsSurviveRandomKills() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-crash-\(UUID().uuidString)")

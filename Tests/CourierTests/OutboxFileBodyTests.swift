@@ -153,7 +153,7 @@ struct OutboxFileBodyTests {
         let outbox = try Outbox(directory: setup.directory)
         #expect(setup.copies.count == 4)
 
-        #expect(outbox.drop(try #require(dropped.outboxID)))
+        #expect(await outbox.drop(try #require(dropped.outboxID)))
         #expect(await failure(of: dropped)?.code == .cancelled)
         cancelled.cancel()
         #expect(await failure(of: cancelled)?.code == .cancelled)
@@ -166,7 +166,7 @@ struct OutboxFileBodyTests {
         #expect(try await kept.response().body == Self.pattern(5000))
         #expect(await eventually { setup.copies == [expiring.outboxID].compactMap { $0 } })
         #expect(outbox.deadLetters.map(\.state) == [.deadLettered(.expired)])
-        #expect(outbox.drop(try #require(expiring.outboxID)))
+        #expect(await outbox.drop(try #require(expiring.outboxID)))
         #expect(setup.copies.isEmpty)
         #expect(FileManager.default.fileExists(atPath: file.path), "the original is the user's: never removed")
     }
@@ -196,7 +196,7 @@ struct OutboxFileBodyTests {
         let outbox = try #require(setup.engine.outbox)
         #expect(Set(outbox.deadLetters.map(\.state)) == [.deadLettered(.bodyUnavailable)])
         #expect(outbox.deadLetters.allSatisfy { $0.lastError?.contains("the copy of its body") == true })
-        #expect(outbox.clear() == 2)
+        #expect(await outbox.clear() == 2)
         #expect(setup.copies.isEmpty)
     }
 }

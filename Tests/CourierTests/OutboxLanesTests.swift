@@ -106,7 +106,7 @@ struct OutboxLanesTests {
             engine.enqueue(op)
         }
         #expect(await eventually { [defaults, patient].allSatisfy { $0.state == .frozen } })
-        let rows = try #require(engine.outbox).database.records()
+        let rows = try #require(engine.outbox?.database).records()
         #expect(rows.map(\.maximumAttempts) == [10, Int.max])
         let lifetimes = rows.map { ($0.expiresAt ?? 0) - $0.createdAt }
         #expect(abs(lifetimes[0] - 7 * 86_400) < 1 && abs(lifetimes[1] - 3600) < 1)

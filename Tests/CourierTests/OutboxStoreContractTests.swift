@@ -104,7 +104,7 @@ struct OutboxStoreContractTests {
             guard case .head(let head, _, _) = first else { return }
             try await Self.call { store.complete(id: head.id, .delivered, status: 201, error: nil, counted: true, now: Date().timeIntervalSince1970) }
             #expect(Self.sent(try await Self.claim(store)) == "a2", "the next of its lane once it is delivered")
-            let finished = try await Self.call { store.finishedEntries() }
+            let finished = try await Self.call { try store.finishedEntries() }
             #expect(finished.map(\.state) == [.delivered])
             #expect(finished.first?.lastStatus == 201)
             #expect(try await Self.call { store.count() } == 2)

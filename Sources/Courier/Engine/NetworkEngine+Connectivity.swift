@@ -13,17 +13,20 @@ extension NetworkEngine {
         set { context.connectivity.reachabilityHandler = newValue }
     }
 
-    /// The outbox of the engine's data directory, or `nil` without one (or when it cannot be opened).
-    public var outbox: Outbox? { context.connectivity.outboxDatabase().map(Outbox.init(database:)) }
+    /// The engine's outbox (``Configuration/outbox``), or `nil` without one. Getting it opens nothing: the
+    /// outbox is opened when first read or written (its `async` accessors do that off the caller's thread).
+    public var outbox: Outbox? { context.connectivity.outboxLocation.map { Outbox(lazily: $0, logger: context.connectivity.logger) } }
 
     /// What happens to the frozen requests of this engine's host, from now on: frozen, delivered,
     /// failed permanently, retry scheduled, dead-lettered. Replays after a restart are reported here
     /// too, so the app learns every outcome even when the operation that froze is gone.
+    ///
+    /// Subscribing opens nothing (the outbox may be on a server that is down).
     public var outboxEvents: AsyncStream<OutboxEvent> {
-        guard let database = context.connectivity.outboxDatabase(), let origin = context.connectivity.origin else {
+        guard let location = context.connectivity.outboxLocation, let origin = context.connectivity.origin else {
             return AsyncStream { $0.finish() }
         }
-        return database.events(origin: origin)
+        return OutboxListeners.shared(location.listenersKey).events(origin: origin)
     }
 
     /// Sends now, in order, the frozen requests of this engine's host, ignoring their retry times (not

@@ -71,7 +71,7 @@ public struct NetworkError: Error, Sendable, CustomStringConvertible {
         /// The task awaiting a frozen operation (``NetworkOperation/response()``, ``NetworkEngine/send(_:)``)
         /// was cancelled. Only the waiting stopped: the request stays in the outbox and will be sent; its
         /// handlers and ``NetworkEngine/outboxEvents`` still hear the outcome. Only
-        /// ``NetworkOperation/cancel()`` or ``Outbox/drop(_:)`` removes it.
+        /// ``NetworkOperation/cancel()`` or `Outbox.drop(_:)` removes it.
         public static let stillFrozen = Code("stillFrozen")
         /// A file to upload, or a download's destination, could not be read or written: missing, not
         /// writable, disk full, or it changed size while being sent.

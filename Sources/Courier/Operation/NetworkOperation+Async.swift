@@ -25,7 +25,7 @@ extension NetworkOperation {
     /// Cancelling the waiting task cancels the operation, unless it is frozen or on its way to the outbox
     /// (``NetworkOperation/isFreezable``): a frozen request is something the user asked to keep, so
     /// cancelling the task only stops the waiting (it throws ``NetworkError/Code/stillFrozen``) and the
-    /// request stays in the outbox; only ``cancel()`` or ``Outbox/drop(_:)`` removes it.
+    /// request stays in the outbox; only ``cancel()`` or `Outbox.drop(_:)` removes it.
     ///
     /// Every handler of the operation (completion, error, progress, state) has run before this returns.
     /// - Returns: The response.

@@ -18,7 +18,7 @@ import Darwin
 ///   row is committed.
 /// - Whoever removes a row, or records its outcome (delivered, refused), removes its copy **after** the
 ///   commit: a copy without a row is harmless, a row without its copy is not.
-/// - When the outbox is opened (and after ``Outbox/clear()``), copies whose row no longer exists are
+/// - When the outbox is opened (and after `Outbox.clear()`), copies whose row no longer exists are
 ///   removed, so a crash between the steps above leaves nothing behind for long. A copy being made by a
 ///   live process (named by its `.partial` name or its `.owner` file) is left alone.
 ///
@@ -53,7 +53,7 @@ struct OutboxBodyStore: Sendable {
     func folder(for id: String) -> URL { folder.appendingPathComponent(id, isDirectory: true) }
 
     /// Whether a row id can name a folder of copies: a plain name (ids are UUIDs; an id given to
-    /// ``Outbox/drop(_:)`` is never a path).
+    /// `Outbox.drop(_:)` is never a path).
     static func isPlainName(_ id: String) -> Bool {
         !id.isEmpty && !id.contains("/") && !id.hasPrefix(".") && id != ".."
     }

@@ -5,10 +5,15 @@ import GRDB
 // it was not listening), and dead letters put back in line once it can send them (signed in again).
 extension OutboxDatabase {
     /// The rows finished within ``outcomeRetention`` (delivered, or refused for good), oldest first.
-    func finishedEntries() -> [OutboxEntry] {
-        let rows: [Row] = (try? withRecovery { pool in try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE outcome IS NOT NULL ORDER BY finishedAt, seq")
-        } }) ?? []
+    func finishedEntries() throws(NetworkError) -> [OutboxEntry] {
+        let rows: [Row]
+        do {
+            rows = try withRecovery { pool in try pool.read { db in
+                try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE outcome IS NOT NULL ORDER BY finishedAt, seq")
+            } }
+        } catch {
+            throw NetworkError(.outboxUnavailable, "the outbox in \(directory.path) cannot be read: \(error)", underlying: error)
+        }
         return rows.compactMap { row in
             guard let record = OutboxRecord(row: row), let outcome = try? row.decode(String.self, forColumn: "outcome") else {
                 return nil

@@ -27,7 +27,7 @@ final class OutboxDatabase: OutboxStore {
     /// The copies of frozen files and forms' files, in `bodies/` (see ``OutboxBodyStore``).
     let bodies: OutboxBodyStore
 
-    let listeners = OutboxListeners()
+    let listeners: OutboxListeners
     /// Where opening an outbox and an operation's own writes (freezing, dropping) run: never a caller's
     /// thread nor the cooperative pool. Serial, so one operation's freeze and drop keep their order.
     static let io = DispatchQueue(label: "courier.outbox.io")
@@ -66,6 +66,7 @@ final class OutboxDatabase: OutboxStore {
     private init(directory: URL, logger: Logger?) throws {
         self.directory = directory
         self.logger = logger
+        self.listeners = OutboxListeners.shared(OutboxLocation.sqliteListenersKey(directory))
         self.owner = "\(getpid()):\(UUID().uuidString.prefix(8).lowercased())"
         self.bodies = OutboxBodyStore(directory: directory, owner: owner)
         let fileManager = FileManager.default
@@ -257,7 +258,13 @@ final class OutboxDatabase: OutboxStore {
 
     private func dropOnWork(id: String) -> Bool {
         if dropReplayInFlight(id) { return true }
-        let removed = (try? pool.write { db in
+        let removed = (try? pool.write { [owner] db in
+            // Not a row another live process is sending now (its lease holds): its attempt decides.
+            if let row = try Row.fetchOne(db, sql: "SELECT leaseOwner, leaseExpires FROM outbox WHERE id = ?", arguments: [id]),
+                let leaseOwner: String = row["leaseOwner"], leaseOwner != owner,
+                let expires: Double = row["leaseExpires"], expires > Date().timeIntervalSince1970, Self.isAlive(leaseOwner) {
+                return false
+            }
             try db.execute(sql: "DELETE FROM outbox WHERE id = ? AND outcome IS NULL", arguments: [id])
             return db.changesCount > 0
         }) ?? false

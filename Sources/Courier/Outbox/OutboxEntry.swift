@@ -16,7 +16,7 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
         /// A replay was answered `401 Unauthorized` or `403 Forbidden`: the credentials it went with were
         /// missing, expired or refused (the user signed out, a token the authenticator could not refresh).
         /// Kept, not dropped, so that the app can sign in again and send it once more with
-        /// ``Outbox/retry(_:)``, or drop it. ``OutboxEntry/lastStatus`` holds the status.
+        /// `Outbox.retry(_:)`, or drop it. ``OutboxEntry/lastStatus`` holds the status.
         case unauthorized
     }
 

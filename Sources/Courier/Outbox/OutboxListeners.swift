@@ -26,6 +26,19 @@ package final class OutboxListeners: Sendable {
 
     package init() {}
 
+    private static let registry = NIOLockedValueBox<[String: OutboxListeners]>([:])
+
+    /// The listeners of one outbox in this process (``OutboxLocation/listenersKey``), made on first need:
+    /// shared by its store and by everyone who subscribes to its events before the store is opened.
+    package static func shared(_ key: String) -> OutboxListeners {
+        registry.withLockedValue { registry in
+            if let listeners = registry[key] { return listeners }
+            let listeners = OutboxListeners()
+            registry[key] = listeners
+            return listeners
+        }
+    }
+
     /// Registers a replayer of this process, to be woken by ``wakeReplayers()``.
     func register(_ replayer: OutboxReplayer) {
         replayers.withLockedValue { replayers in

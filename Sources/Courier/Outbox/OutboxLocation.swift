@@ -19,6 +19,10 @@ public struct OutboxLocation: Sendable, CustomStringConvertible {
     /// Where the outbox is, for messages: a path, or a server's address and the outbox's name (never a
     /// credential).
     public let description: String
+    /// Where it is, as ``Outbox/directory`` says: the data directory, or a URL naming the server's outbox.
+    let url: URL
+    /// Which ``OutboxListeners`` its store has (subscribing to events needs no open store).
+    let listenersKey: String
     let exists: @Sendable () -> Bool
     let open: @Sendable (Logger?) throws(NetworkError) -> any OutboxStore
 
@@ -28,7 +32,7 @@ public struct OutboxLocation: Sendable, CustomStringConvertible {
     /// - Returns: The location.
     public static func sqlite(directory: URL) -> OutboxLocation {
         OutboxLocation(
-            directory: directory, description: directory.path, exists: { OutboxDatabase.exists(at: directory) },
+            directory: directory, description: directory.path, url: directory, listenersKey: sqliteListenersKey(directory), exists: { OutboxDatabase.exists(at: directory) },
             open: { logger throws(NetworkError) in try OutboxDatabase.open(at: directory, logger: logger) })
     }
 
@@ -37,20 +41,29 @@ public struct OutboxLocation: Sendable, CustomStringConvertible {
     ///   - description: Where it is, for messages (no credential).
     ///   - exists: Whether it may hold rows already (an engine starts replaying at once when it does).
     ///   - open: Opens the store (once per process and location is the store's business).
+    ///   - url: What ``Outbox/directory`` says for it.
+    ///   - listenersKey: The key of its store's ``OutboxListeners/shared(_:)``.
     package init(
-        description: String, exists: @escaping @Sendable () -> Bool,
+        description: String, url: URL, listenersKey: String, exists: @escaping @Sendable () -> Bool,
         open: @escaping @Sendable (Logger?) throws(NetworkError) -> any OutboxStore
     ) {
-        self.init(directory: nil, description: description, exists: exists, open: open)
+        self.init(directory: nil, description: description, url: url, listenersKey: listenersKey, exists: exists, open: open)
     }
 
     private init(
-        directory: URL?, description: String, exists: @escaping @Sendable () -> Bool,
+        directory: URL?, description: String, url: URL, listenersKey: String, exists: @escaping @Sendable () -> Bool,
         open: @escaping @Sendable (Logger?) throws(NetworkError) -> any OutboxStore
     ) {
         self.directory = directory
         self.description = description
+        self.url = url
+        self.listenersKey = listenersKey
         self.exists = exists
         self.open = open
     }
+}
+
+extension OutboxLocation {
+    /// The listeners key of the SQLite outbox in a directory.
+    static func sqliteListenersKey(_ directory: URL) -> String { "sqlite:" + directory.standardizedFileURL.path }
 }

@@ -42,10 +42,11 @@ package protocol OutboxStore: AnyObject, Sendable {
     /// How many rows are pending or dead letters.
     func count() -> Int
     /// The rows delivered or refused for good within the retention, oldest first.
-    func finishedEntries() -> [OutboxEntry]
-    /// Puts a dead letter back in line (see ``Outbox/retry(_:)``).
+    /// - Throws: ``NetworkError/Code/outboxUnavailable`` when the store cannot be read.
+    func finishedEntries() throws(NetworkError) -> [OutboxEntry]
+    /// Puts a dead letter back in line (see `Outbox.retry(_:)`).
     func revive(id: String, now: Double) -> Bool
-    /// Removes one row (see ``Outbox/drop(_:)``); a replay of it on its way decides.
+    /// Removes one row (see `Outbox.drop(_:)`); a replay of it on its way decides.
     @discardableResult
     func drop(id: String) -> Bool
     /// Removes every row; returns how many.
