@@ -125,14 +125,14 @@ struct OutboxKeepingTests {
         let reachability = ManualReachability(.unreachable)
         let origin = Origin()
         let engine = Self.engine(origin, directory, reachability)
-        OutboxDatabase.io.suspend()   // a slow disk: the row is not written yet
+        OutboxLocation.sqlite(directory: directory).io.suspend()   // a slow disk: the row is not written yet
         let post = engine.operation(path: "comments", method: .post, body: .text("being frozen"))
         post.isFreezable = true
         let screen = Task { await failure(of: post)?.code }
         #expect(await eventually { post.isKept }, "decided to go to the outbox")
         screen.cancel()
         let code = await screen.value
-        OutboxDatabase.io.resume()
+        OutboxLocation.sqlite(directory: directory).io.resume()
         #expect(code == .stillFrozen)
         #expect(await eventually { post.state == .frozen }, "written, not dropped")
         origin.up()
@@ -253,12 +253,12 @@ struct OutboxKeepingTests {
         let directory = Self.directory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let engine = Self.engine(Origin(), directory, ManualReachability(.unreachable))
-        OutboxDatabase.io.suspend()   // the disk is "slow": nothing is written until resumed
+        OutboxLocation.sqlite(directory: directory).io.suspend()   // the disk is "slow": nothing is written until resumed
         let post = engine.operation(path: "comments", method: .post, body: .text("x"))
         post.isFreezable = true
         engine.enqueue(post)
         #expect(post.state == .waiting, "enqueue returned before the row was written")
-        OutboxDatabase.io.resume()
+        OutboxLocation.sqlite(directory: directory).io.resume()
         #expect(await eventually { post.state == .frozen })
         post.cancel()
     }

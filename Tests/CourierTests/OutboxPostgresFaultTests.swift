@@ -263,4 +263,36 @@ struct OutboxPostgresFaultTests {
             }
         }
     }
+
+    /// Freezes into an outbox whose server is down wait on that outbox's queue only: an engine of the same
+    /// process freezing into an SQLite outbox is not held up behind them.
+    @Test(.timeLimit(.minutes(6))) func anOutboxWaitingForItsServerHoldsUpNoOtherOutbox() async throws {
+        try await OutboxPostgresTests.withServer { server in
+            let origin = Origin()
+            let (fleet, _, running) = OutboxPostgresTests.instance(
+                server, origin, reachability: ManualReachability(.unreachable), replays: false, timeout: .seconds(3))
+            defer { running.cancel() }
+            let first = OutboxPostgresTests.freeze(fleet, "orders/first")
+            #expect(await eventually { first.state == .frozen })
+            try await server.halt()
+            let stuck = (1...3).map { OutboxPostgresTests.freeze(fleet, "orders/stuck-\($0)") }   // 3 s each, one after another
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("courier-io-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let local = NetworkEngine.fake(origin.transport) {
+                $0.reachability = ManualReachability(.unreachable)
+                $0.outbox = .sqlite(directory: directory)
+            }
+            let started = ContinuousClock.now
+            let mine = local.operation(path: "local", method: .post, body: .text("kept"))
+            mine.isFreezable = true
+            local.enqueue(mine)
+            #expect(await eventually(timeout: .seconds(5)) { mine.state == .frozen })
+            #expect(ContinuousClock.now - started < .seconds(2), "not behind the other outbox's 9 s of waiting")
+            for operation in stuck {
+                #expect(await failure(of: operation)?.code == .outboxUnavailable)
+            }
+            try await server.resume()
+            withExtendedLifetime((fleet, local)) {}
+        }
+    }
 }

@@ -100,8 +100,8 @@ final class EngineConnectivity: Sendable {
         }
         // An outbox left by an earlier run is looked for and opened on the outbox's I/O queue: making an
         // engine never waits for the disk or a server.
-        guard replaysAutomatically, origin != nil, outboxLocation != nil else { return }
-        OutboxDatabase.io.async { [weak self] in self?.startReplaying(failures: 0) }
+        guard replaysAutomatically, origin != nil, let outboxLocation else { return }
+        outboxLocation.io.async { [weak self] in self?.startReplaying(failures: 0) }
     }
 
     /// Opens the outbox, if there is one, and starts its replay. An outbox that cannot be opened now (its

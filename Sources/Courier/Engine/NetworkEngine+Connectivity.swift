@@ -37,7 +37,7 @@ extension NetworkEngine {
     public func flushOutbox() async -> [OutboxEvent] {
         let connectivity = context.connectivity
         // Opening the outbox is disk work: done on its I/O queue, not on the caller's executor.
-        let replayer = await onQueue(OutboxDatabase.io) { connectivity.replayer(creating: true) }
+        let replayer = await onQueue(connectivity.outboxLocation?.io ?? OutboxDatabase.io) { connectivity.replayer(creating: true) }
         return await replayer?.flush() ?? []
     }
 }

@@ -125,11 +125,13 @@ extension NetworkOperation {
     /// A file body, or a form's files, are copied into the outbox first (``OutboxBodyStore``); a body over
     /// ``NetworkEngine/Configuration/maximumFrozenBodySize`` fails it with ``NetworkError/Code/frozenBodyTooLarge``.
     /// The disk work runs on the outbox's I/O queue, never on the caller's thread or the cooperative pool
-    /// (the queue is serial, copies included, so requests are committed in the order they were frozen).
+    /// (the outbox's own queue, ``OutboxLocation/io``: serial, copies included, so requests are committed in
+    /// the order they were frozen; another outbox waiting for its server does not hold this one up).
     /// - Parameter retryAfter: Seconds the server asked to wait (`Retry-After`), when it answered.
     func freeze(after error: NetworkError?, retryAfter: Double? = nil) {
         storage.withLockedValue { $0.isFreezing = true }
-        OutboxDatabase.io.async { [self] in writeToOutbox(after: error, retryAfter: retryAfter) }
+        let io = context.connectivity.outboxLocation?.io ?? OutboxDatabase.io
+        io.async { [self] in writeToOutbox(after: error, retryAfter: retryAfter) }
     }
 
     /// Whether the operation is frozen, or on its way to the outbox: a cancelled waiting task or a
@@ -232,7 +234,7 @@ extension NetworkOperation {
             finish(.failure(.cancelled(url: urlString)))
             return
         }
-        OutboxDatabase.io.async { [self] in
+        (context.connectivity.outboxLocation?.io ?? OutboxDatabase.io).async { [self] in
             guard let database = context.connectivity.outboxDatabase() else {
                 finish(.failure(.cancelled(url: urlString)))
                 return

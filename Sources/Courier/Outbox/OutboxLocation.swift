@@ -1,5 +1,6 @@
 public import Foundation
 package import Logging
+import NIOConcurrencyHelpers
 
 /// Where an engine keeps the requests it freezes (``NetworkEngine/Configuration/outbox``).
 ///
@@ -66,4 +67,20 @@ public struct OutboxLocation: Sendable, CustomStringConvertible {
 extension OutboxLocation {
     /// The listeners key of the SQLite outbox in a directory.
     static func sqliteListenersKey(_ directory: URL) -> String { "sqlite:" + directory.standardizedFileURL.path }
+}
+
+extension OutboxLocation {
+    private static let ioQueues = NIOLockedValueBox<[String: DispatchQueue]>([:])
+
+    /// The serial queue this outbox's freezes, drops and openings run on: one per outbox, so that requests
+    /// are committed in the order they were frozen, and an outbox that waits (a server that is down, a
+    /// database busy) never holds up another's.
+    var io: DispatchQueue {
+        Self.ioQueues.withLockedValue { queues in
+            if let queue = queues[listenersKey] { return queue }
+            let queue = DispatchQueue(label: "courier.outbox.io")
+            queues[listenersKey] = queue
+            return queue
+        }
+    }
 }
