@@ -113,7 +113,11 @@ final class EngineConnectivity: Sendable {
         do {
             _ = try openOutbox()
         } catch {
-            logger.debug("courier outbox cannot be opened yet", metadata: ["courier-error": "\(error.message)"])
+            // Said at warning level the first time and every tenth (a wrong name or password never heals by
+            // itself; a server restarting does), at debug level otherwise.
+            let level: Logger.Level = failures % 10 == 0 ? .warning : .debug
+            logger.log(level: level, "courier outbox cannot be opened yet; trying again", metadata: [
+                "courier-error": "\(error.message)", "courier-attempt": "\(failures + 1)"])
             let delay = min(30, 0.5 * Double(1 << min(failures, 6)))
             // Not on the I/O queue: every freeze of the process waits behind what runs there.
             DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay) { [weak self] in
