@@ -158,21 +158,31 @@ struct PostgresOutboxSchema: Sendable {
 
     // MARK: Rows
 
-    /// Commits a row and tells listening instances.
-    func insert(_ record: OutboxRecord, client: PostgresClient, logger: Logger) async throws {
+    /// Commits a row leased to `owner` for `hold` seconds (no instance claims it before ``release(id:owner:client:)``).
+    func insert(_ record: OutboxRecord, heldBy owner: String, for hold: Double, client: PostgresClient) async throws {
         let headers = OutboxRecord.headersColumn(record.headers, requirements: [])
-        try await client.withTransaction(logger: Self.silent) { connection in
-            try await connection.query("""
-                INSERT INTO \(unescaped: table) (id, origin, method, url, headers, body, idempotency_key, created_at, expires_at,
-                    maximum_attempts, attempts, next_attempt_at, last_status, last_error, ordering_key, pipeline)
-                SELECT \(record.id), \(record.origin), \(record.method.rawValue), \(record.url.absoluteString), \(headers),
-                    \(record.body), \(record.idempotencyKey), clock.now, clock.now + \(record.expiresAt.map { $0 - record.createdAt }),
-                    \(record.maximumAttempts), \(record.attempts), clock.now + \(record.nextAttemptAt - record.createdAt),
-                    \(record.lastStatus), \(record.lastError), \(record.orderingKey), \(record.pipeline)
-                FROM (SELECT \(unescaped: Self.now) AS now) AS clock
-                """, logger: Self.silent)
-            try await connection.query("SELECT pg_notify(\(channel), \(PostgresOutboxStore.Notice.due.rawValue))", logger: Self.silent)
-        }
+        try await client.query("""
+            INSERT INTO \(unescaped: table) (id, origin, method, url, headers, body, idempotency_key, created_at, expires_at,
+                maximum_attempts, attempts, next_attempt_at, last_status, last_error, ordering_key, pipeline, lease_owner, lease_expires)
+            SELECT \(record.id), \(record.origin), \(record.method.rawValue), \(record.url.absoluteString), \(headers),
+                \(record.body), \(record.idempotencyKey), clock.now, clock.now + \(record.expiresAt.map { $0 - record.createdAt }),
+                \(record.maximumAttempts), \(record.attempts), clock.now + \(record.nextAttemptAt - record.createdAt),
+                \(record.lastStatus), \(record.lastError), \(record.orderingKey), \(record.pipeline), \(owner), clock.now + \(hold)
+            FROM (SELECT \(unescaped: Self.now) AS now) AS clock
+            """, logger: Self.silent)
+    }
+
+    /// Gives back the lease a freeze holds its row with (its caller was told it is frozen), and tells
+    /// listening instances.
+    func release(id: String, owner: String, client: PostgresClient) async throws {
+        // One statement: the notification goes out when it commits.
+        let rows = try await client.query("""
+            WITH released AS (
+                UPDATE \(unescaped: table) SET lease_owner = NULL, lease_expires = NULL WHERE id = \(id) AND lease_owner = \(owner)
+                RETURNING id)
+            SELECT pg_notify(\(channel), \(PostgresOutboxStore.Notice.due.rawValue)) FROM released
+            """, logger: Self.silent)
+        for try await _ in rows {}
     }
 
     /// Pending rows and dead letters (of one origin), oldest first.

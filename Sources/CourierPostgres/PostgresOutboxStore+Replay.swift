@@ -1,5 +1,6 @@
 import Courier
 import Foundation
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 // Claims, leases and outcomes. Every decision is ReplayStateMachine's; this is the transaction around it.
@@ -48,7 +49,14 @@ extension PostgresOutboxStore {
 
     func claimHead(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) -> OutboxClaimResult {
         do {
-            return try blocking { [self] in try await claimInTransaction(pipeline, claim: claim, localNow: now, lease: lease) }
+            // A claim the server commits after this gave up leaves a row leased to nobody sending it: given back.
+            let owner = owner
+            return try blockingWrite(afterwards: { [self] outcome, reported in
+                guard !reported, case .success(.head(_, .send, let record)) = outcome else { return }
+                repairUntilDone("give back a claim made too late") { [self] in
+                    try await schema.release(id: record.id, owner: owner, client: client)
+                }
+            }) { [self] _ in try await claimInTransaction(pipeline, claim: claim, localNow: now, lease: lease) }
         } catch {
             logger.debug("courier outbox claim failed", metadata: ["courier-error": "\(Self.describe(error))"])
             return .failed(Self.describe(error))
@@ -159,11 +167,15 @@ extension PostgresOutboxStore {
     }
 
     /// Extends this instance's lease to `until` (on our clock: the server's is `until - now` from its now).
+    /// One renewal of a row at a time: while one is still on its way (a stalled server), another is not
+    /// started, so renewals never pile up on the client's connections.
     @discardableResult
     func renewLease(id: String, until: Double) -> Bool {
+        guard renewing.withLockedValue({ $0.insert(id).inserted }) else { return true }
         let owner = owner
         let length = until - Date().timeIntervalSince1970
         return (try? blocking { [self] in
+            defer { renewing.withLockedValue { _ = $0.remove(id) } }
             var renewed = false
             for try await _ in try await client.query("""
                 UPDATE \(unescaped: schema.table) SET lease_expires = \(unescaped: PostgresOutboxSchema.now) + \(length)
@@ -195,22 +207,35 @@ extension PostgresOutboxStore {
         notify(.settled)
     }
 
-    /// Runs `write` until the server takes it, renewing the row's lease between tries: an outcome lost here
-    /// would let the lease lapse and the row be sent again. The work queue waits meanwhile: the lane stays
-    /// this instance's until its outcome is known, and nothing else of this store can reach the server anyway.
+    /// Runs `write` until the server takes it, renewing the row's lease while a try waits: an outcome lost
+    /// here would let the lease lapse and the row be sent again. One try at a time (a try the server is
+    /// slow to answer is waited for, not abandoned and started again), so a stalled server never holds more
+    /// than one of the client's connections for it. The work queue waits meanwhile: the lane stays this
+    /// instance's until its outcome is known; the other rows' replays keep their leases renewed.
     private func untilRecorded(id: String, _ write: @escaping @Sendable () async throws -> Void) {
         var failures = 0
         while true {
-            do {
-                try blocking(write)
-                return
-            } catch {
-                failures += 1
-                logger.warning("courier outbox outcome not recorded yet; trying again", metadata: [
-                    "courier-outbox-id": "\(id)", "courier-error": "\(Self.describe(error))", "courier-attempt": "\(failures)"])
-                renewLease(id: id, until: Date().timeIntervalSince1970 + 30)
-                Thread.sleep(forTimeInterval: min(Self.outcomeRetryCeiling, 0.1 * Double(1 << min(failures, 5))))
+            let done = DispatchSemaphore(value: 0)
+            let failure = NIOLockedValueBox<(any Error)?>(nil)
+            Task(executorPreference: Self.executor) {
+                do {
+                    try await write()
+                } catch {
+                    failure.withLockedValue { $0 = error }
+                }
+                done.signal()
             }
+            let slice = min(Self.interval(timeout), 5)
+            while done.wait(timeout: .now() + slice) == .timedOut {
+                logger.warning("courier outbox outcome not recorded yet; waiting for the server", metadata: ["courier-outbox-id": "\(id)"])
+                renewLease(id: id, until: Date().timeIntervalSince1970 + 30)
+            }
+            guard let error = failure.withLockedValue({ $0 }) else { return }
+            failures += 1
+            logger.warning("courier outbox outcome not recorded yet; trying again", metadata: [
+                "courier-outbox-id": "\(id)", "courier-error": "\(Self.describe(error))", "courier-attempt": "\(failures)"])
+            renewLease(id: id, until: Date().timeIntervalSince1970 + 30)
+            Thread.sleep(forTimeInterval: min(Self.outcomeRetryCeiling, 0.1 * Double(1 << min(failures, 5))))
         }
     }
 
@@ -235,15 +260,16 @@ extension PostgresOutboxStore {
             try await client.query("""
                 UPDATE \(unescaped: table) SET dead_reason = \(reason.rawValue), last_status = \(status), last_error = \(error),
                     attempts = attempts + \(added), lease_owner = NULL, lease_expires = NULL
-                WHERE id = \(id) AND outcome IS NULL AND (lease_owner = \(owner) OR lease_owner IS NULL)
+                WHERE id = \(id) AND outcome IS NULL AND lease_owner = \(owner)
                 """, logger: silent)
         case .retry(let at):
-            // Only while the claim is still this instance's: another that took the row over owns its schedule.
+            // Only while the claim is still this instance's: another that took the row over owns its schedule
+            // (and a second copy of this write, its answer lost, finds the lease given back and adds nothing).
             // `at` is on our clock: the server's is as far from its now.
             try await client.query("""
                 UPDATE \(unescaped: table) SET next_attempt_at = \(unescaped: serverNow) + \(at - now), last_status = \(status),
                     last_error = \(error), attempts = attempts + \(added), lease_owner = NULL, lease_expires = NULL
-                WHERE id = \(id) AND outcome IS NULL AND (lease_owner = \(owner) OR lease_owner IS NULL)
+                WHERE id = \(id) AND outcome IS NULL AND lease_owner = \(owner)
                 """, logger: silent)
         }
     }

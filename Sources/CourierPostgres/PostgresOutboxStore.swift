@@ -31,6 +31,8 @@ final class PostgresOutboxStore: OutboxStore {
     let timeout: Duration
     /// The notification task and whether the store is closed.
     let notifications = NIOLockedValueBox<(task: Task<Void, Never>?, isListening: Bool)>((nil, false))
+    /// The rows whose lease renewal is on its way (one at a time per row).
+    let renewing = NIOLockedValueBox<Set<String>>([])
     /// When the last claim removed finished rows past their retention (seconds since 1970).
     let lastPurge = NIOLockedValueBox<Double>(0)
 
@@ -85,17 +87,19 @@ final class PostgresOutboxStore: OutboxStore {
     /// thread calling ``Outbox``'s synchronous accessors: were `body` to run on the cooperative pool, callers
     /// blocking its few threads would leave it nowhere to run.
     ///
-    /// When the caller gives up waiting, `body` is cancelled and, once it has ended (whatever it says: a
-    /// commit may succeed after its connection was lost), `undo` runs until it succeeds, in a task of its
-    /// own: the caller was told it failed, so nothing it did may stay. `body` gets a check to make just
-    /// before it writes (``BlockingCall/isAbandoned``), so that a late body mostly writes nothing at all.
+    /// When the caller gives up waiting, `body` is cancelled. Once it has ended, `afterwards` (if any) is
+    /// told its outcome and whether that outcome reached the caller: a write that succeeded after its caller
+    /// was told it failed (or whose failure may hide a commit) is the caller of this function's to repair.
+    /// `body` gets a check to make just before it writes (`isAbandoned`), so that a late body mostly writes
+    /// nothing at all.
     func blockingWrite<Value: Sendable>(
-        undo: (@Sendable () async throws -> Void)? = nil, _ body: @escaping @Sendable (_ isAbandoned: @escaping @Sendable () -> Bool) async throws -> Value
+        afterwards: (@Sendable (_ outcome: Result<Value, any Error>, _ reported: Bool) -> Void)? = nil,
+        _ body: @escaping @Sendable (_ isAbandoned: @escaping @Sendable () -> Bool) async throws -> Value
     ) throws -> Value {
         let result = NIOLockedValueBox<BlockingCall<Value>>(.waiting)
         let done = DispatchSemaphore(value: 0)
         let isAbandoned: @Sendable () -> Bool = { result.withLockedValue { if case .abandoned = $0 { true } else { false } } }
-        let task = Task(executorPreference: Self.executor) { [self] in
+        let task = Task(executorPreference: Self.executor) {
             let outcome: Result<Value, any Error>
             do {
                 outcome = .success(try await body(isAbandoned))
@@ -107,7 +111,7 @@ final class PostgresOutboxStore: OutboxStore {
                 call = .finished(outcome)
                 return false
             }
-            if abandoned, let undo { undoUntilDone(undo) }
+            afterwards?(outcome, !abandoned)
             done.signal()
         }
         let wait = min(timeout, .seconds(86_400))
@@ -127,29 +131,38 @@ final class PostgresOutboxStore: OutboxStore {
         return try outcome.get()
     }
 
-    /// ``blockingWrite(undo:_:)`` for bodies that need not know whether their caller gave up.
+    /// ``blockingWrite(afterwards:_:)`` for bodies whose late outcome needs no repair (reads, and writes
+    /// that are safe to make late).
     func blocking<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) throws -> Value {
-        try blockingWrite(undo: nil) { _ in try await body() }
+        try blockingWrite(afterwards: nil) { _ in try await body() }
     }
 
-    /// Runs `undo` in a task of its own (never the cancelled one of the call it undoes) until it succeeds,
-    /// waiting longer between tries up to 30 s, for as long as the process runs.
-    func undoUntilDone(_ undo: @escaping @Sendable () async throws -> Void) {
+    /// Runs `repair` in a task of its own (never the cancelled one of the call it repairs) until it
+    /// succeeds, waiting longer between tries up to 2 s, for as long as the process runs.
+    func repairUntilDone(_ what: String, _ repair: @escaping @Sendable () async throws -> Void) {
         let logger = logger
         Task.detached(executorPreference: Self.executor) {
             var failures = 0
             while true {
                 do {
-                    try await undo()
+                    try await repair()
                     return
                 } catch {
                     failures += 1
-                    logger.warning("courier outbox could not yet undo a write its caller was told had failed; trying again",
+                    logger.warning("courier outbox could not yet \(what); trying again",
                                    metadata: ["courier-error": "\(Self.describe(error))", "courier-attempt": "\(failures)"])
-                    try? await Task.sleep(for: .milliseconds(min(30_000, 250 << min(failures, 7))))
+                    try? await Task.sleep(for: .milliseconds(min(2_000, 100 << min(failures, 5))))
                 }
             }
         }
+    }
+
+    /// How much longer than the timeout a row being frozen stays leased to its instance: the time its
+    /// removal has, should its freeze be reported failed, before another instance could claim it.
+    static let freezeHoldMargin: Double = 60
+
+    static func interval(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     static func seconds(_ duration: Duration) -> String {
@@ -187,15 +200,26 @@ final class PostgresOutboxStore: OutboxStore {
         record.headers = CredentialFields.removed(from: record.headers)
         let row = record
         do {
-            // Written after the freeze was reported failed (the server answered too late, or a commit whose
-            // answer was lost): deleted again, so that a request its caller was told is not frozen is never
-            // sent. A body that starts after its caller gave up writes nothing.
-            let undo: @Sendable () async throws -> Void = { [self] in
-                _ = try await schema.delete(id: row.id, onlyPending: true, owner: nil, client: client, logger: logger)
-            }
-            try blockingWrite(undo: undo) { [self] isAbandoned in
+            // The row is written leased to this instance, so that no instance may claim it before its caller
+            // is told it is frozen; the lease is given back (and the row announced) only then. A freeze the
+            // caller was told failed, or whose failure may hide a commit (a connection lost during COMMIT),
+            // is deleted again, retried until the server takes it, well within that lease.
+            let owner = owner
+            let hold = Self.interval(timeout) + Self.freezeHoldMargin
+            try blockingWrite(afterwards: { [self] outcome, reported in
+                if case .success = outcome, reported { return }
+                repairUntilDone("remove a request whose freeze was reported failed") { [self] in
+                    _ = try await schema.delete(id: row.id, onlyPending: true, client: client, logger: logger)
+                }
+            }) { [self] isAbandoned in
                 guard !isAbandoned() else { throw CancellationError() }
-                try await schema.insert(row, client: client, logger: logger)
+                try await schema.insert(row, heldBy: owner, for: hold, client: client)
+            }
+            // Frozen, whatever happens next (the lease lapses by itself if this cannot be said now).
+            do {
+                try blocking { [self] in try await schema.release(id: row.id, owner: owner, client: client) }
+            } catch {
+                repairUntilDone("announce a frozen request") { [self] in try await schema.release(id: row.id, owner: owner, client: client) }
             }
         } catch {
             throw NetworkError(
@@ -234,38 +258,51 @@ final class PostgresOutboxStore: OutboxStore {
     }
 
     func revive(id: String, now: Double) -> Bool {
-        onWork {
+        onWork(startingWithin: Self.interval(timeout)) { [self] in
             let revived = (try? blocking { [self] in try await schema.revive(id: id, client: client, logger: logger) }) ?? false
             if revived { notify(.due) }
             return revived
-        }
+        } ?? false
     }
 
     func drop(id: String) -> Bool {
-        onWork {
-            if dropReplayInFlight(id) { return true }
-            // Not a row another instance is sending now (its lease is live): its attempt decides.
-            let removed = (try? blocking { [self] in try await schema.delete(id: id, onlyPending: true, owner: owner, client: client, logger: logger) }) ?? false
-            if removed {
-                listeners.operationDropped(id)
-                notify(.settled)
-            } else {
-                settle([id])
-            }
-            return removed
+        // Not behind an outcome the server has not taken for longer than the timeout.
+        onWork(startingWithin: Self.interval(timeout)) { [self] in dropOnWork(id: id) } ?? false
+    }
+
+    private func dropOnWork(id: String) -> Bool {
+        if dropReplayInFlight(id) { return true }
+        // Not a row another instance is sending now (its lease is live): its attempt decides. A delete
+        // the server makes after this gave up is reported then (the waiting operation ends).
+        let owner = owner
+        let removed = (try? blockingWrite(afterwards: { [self] outcome, reported in
+            if !reported, case .success(true) = outcome { dropped(id) }
+        }) { [self] _ in
+            try await schema.delete(id: id, onlyPending: true, owner: owner, client: client, logger: logger)
+        }) ?? false
+        if removed {
+            dropped(id)
+        } else {
+            settle([id])
         }
+        return removed
+    }
+
+    private func dropped(_ id: String) {
+        listeners.operationDropped(id)
+        notify(.settled)
     }
 
     func clear() -> Int {
-        onWork {
+        onWork(startingWithin: Self.interval(timeout)) { [self] in
             var count = 0
-            for record in records() where drop(id: record.id) { count += 1 }
+            for record in records() where dropOnWork(id: record.id) { count += 1 }
             return count
-        }
+        } ?? 0
     }
 }
 
-/// Where a call of ``PostgresOutboxStore/blocking(undo:_:)`` stands.
+/// Where a call of ``PostgresOutboxStore/blockingWrite(afterwards:_:)`` stands.
 enum BlockingCall<Value: Sendable>: Sendable {
     case waiting
     case finished(Result<Value, any Error>)
@@ -273,7 +310,7 @@ enum BlockingCall<Value: Sendable>: Sendable {
     case abandoned
 }
 
-/// Runs the store's queries off the cooperative pool (see ``PostgresOutboxStore/blocking(_:)``): each job on a
+/// Runs the store's queries off the cooperative pool (see ``PostgresOutboxStore/blockingWrite(afterwards:_:)``): each job on a
 /// concurrent dispatch queue.
 final class OutboxQueryExecutor: TaskExecutor {
     private let queue = DispatchQueue(label: "courier.outbox.postgres.queries", attributes: .concurrent)

@@ -12,13 +12,15 @@ enum PostgresOutboxOption {
     /// command line is visible to every user of the machine), and is never printed.
     static func location(url text: String, passwordFile: String?, name: String) async throws -> OutboxLocation {
         guard let components = URLComponents(string: text), ["postgres", "postgresql"].contains(components.scheme ?? ""),
-            let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty
+            let bracketed = components.host, !bracketed.isEmpty, let user = components.user, !user.isEmpty
         else {
             throw CLIFailure.usage("--database must be postgres://user@host[:port]/database")
         }
         guard components.password == nil else {
             throw CLIFailure.usage("--database must not hold a password: give it in PGPASSWORD or --password-file")
         }
+        // An IPv6 literal comes bracketed (`[::1]`), as libpq takes it.
+        let host = bracketed.hasPrefix("[") && bracketed.hasSuffix("]") ? String(bracketed.dropFirst().dropLast()) : bracketed
         let port = components.port ?? 5432
         guard (1...65535).contains(port) else { throw CLIFailure.usage("--database: the port must be 1 to 65535, not \(port)") }
         var password = ProcessInfo.processInfo.environment["PGPASSWORD"]

@@ -166,9 +166,13 @@ final class OutboxReplayer: Sendable {
         database.listeners.replayStarted(operation, for: record.id)
         let renewal = renewLease(of: record.id)
         operation.whenFinished { [self] result in
-            renewal.cancel()
             let sent = operation.storage.withLockedValue { $0.machine.hasStarted }
-            database.work.async { [self] in attemptFinished(record, result: result, sent: sent) }
+            database.work.async { [self] in
+                // The lease is renewed until the outcome is recorded: an outcome waiting its turn behind
+                // another that the server is slow to take must not let this row's lease lapse.
+                attemptFinished(record, result: result, sent: sent)
+                renewal.cancel()
+            }
         }
         operation.monitorReplay(of: record.entry)
         operation.submit()

@@ -1,4 +1,5 @@
 package import Foundation
+import NIOConcurrencyHelpers
 
 /// Where an outbox's rows live: SQLite in a data directory (``OutboxDatabase``, the default) or a
 /// server that many instances of a service share (`CourierPostgres`). The engine, its replayer and
@@ -102,6 +103,35 @@ extension OutboxStore {
     package func onWork<Value>(_ body: () -> Value) -> Value {
         if DispatchQueue.getSpecific(key: outboxWorkKey) == ObjectIdentifier(self) { return body() }
         return work.sync(execute: body)
+    }
+
+    /// Runs `body` on the work queue (at once when already there), unless it cannot start within `wait`
+    /// (the queue is busy recording an outcome a stalled server has not taken yet): then `nil`, and `body`
+    /// never runs. A `body` that started is waited for (it bounds its own work).
+    package func onWork<Value: Sendable>(startingWithin wait: Double, _ body: @escaping @Sendable () -> Value) -> Value? {
+        if DispatchQueue.getSpecific(key: outboxWorkKey) == ObjectIdentifier(self) { return body() }
+        // started: nil while waiting, true once running, false when given up.
+        let call = NIOLockedValueBox<(started: Bool?, value: Value?)>((nil, nil))
+        let done = DispatchSemaphore(value: 0)
+        work.async {
+            let starts = call.withLockedValue { call -> Bool in
+                guard call.started == nil else { return false }
+                call.started = true
+                return true
+            }
+            guard starts else { return }
+            let value = body()
+            call.withLockedValue { $0.value = value }
+            done.signal()
+        }
+        if done.wait(timeout: .now() + wait) == .success { return call.withLockedValue { $0.value } }
+        let running = call.withLockedValue { call -> Bool in
+            if call.started == nil { call.started = false }
+            return call.started == true
+        }
+        guard running else { return nil }
+        done.wait()
+        return call.withLockedValue { $0.value }
     }
 
     /// Marks `queue` as this store's work queue, for ``onWork(_:)``.

@@ -1,0 +1,96 @@
+import CourierTestServer
+import Foundation
+import Testing
+@testable import Courier
+@testable import CourierPostgres
+
+/// The second review of issue 26: rows the app holds locked (a slow transaction) while the outbox writes
+/// an outcome or a drop.
+extension OutboxPostgresFaultTests {
+    /// Holds a row's lock in another session (as a slow transaction of the app would) for `seconds`;
+    /// returns once the lock is held.
+    static func lockRow(_ server: PostgresServer, table: String, urlEnding path: String, seconds: Int) async throws -> Task<String, any Error> {
+        let lock = Task {
+            try await server.psql("BEGIN; SELECT 1 FROM \"\(table)\" WHERE url LIKE '%\(path)' FOR UPDATE; SELECT pg_sleep(\(seconds)); COMMIT;")
+        }
+        #expect(await Self.settles {
+            (try? await server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(\(seconds))%' AND state = 'active' AND pid <> pg_backend_pid()")) == "1\n"
+        })
+        return lock
+    }
+
+    /// Row x's outcome waits for a lock the app holds for 6 s; row y's answer arrives meanwhile. y's lease
+    /// is renewed while its outcome waits its turn, so another instance never sends it again; x's outcome is
+    /// written once (its attempts counted once); a drop meanwhile answers within its timeout.
+    @Test(.timeLimit(.minutes(6))) func anOutcomeWaitingForTheServerHoldsNoOtherRowsLeaseAndCountsOnce() async throws {
+        try await OutboxPostgresTests.withServer { server in
+            let received = Recorder<String>()
+            let transport = FakeTransport { request in
+                let path = request.url.path
+                received.append(path)
+                if path.hasSuffix("/x"), received.all.filter({ $0.hasSuffix("/x") }).count == 1 {
+                    _ = try await Self.lockRow(server, table: "courier_outbox_orders", urlEnding: "/x", seconds: 6)
+                    return FakeTransport.reply(status: 503, body: "{}")
+                }
+                if path.hasSuffix("/y") { try await Task.sleep(for: .milliseconds(1500)) }
+                return FakeTransport.reply(status: 201, body: "{}")
+            }
+            let client = server.makeClient()
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            let reachability = ManualReachability(.unreachable)
+            let engine = NetworkEngine.fake(transport) {
+                $0.reachability = reachability
+                $0.outbox = .postgres(client: client, name: "orders", timeout: .seconds(1))
+                $0.outboxName = "orders"
+                $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200), lease: .seconds(2))
+            }
+            let operations = ["x", "y", "z"].map { path in
+                let operation = engine.operation(path: "orders/\(path)", method: .post, body: .json(["item": path]))
+                operation.isFreezable = true
+                operation.orderingKey = path
+                engine.enqueue(operation)
+                return operation
+            }
+            #expect(await eventually { operations.allSatisfy { $0.state == .frozen } })
+            reachability.setStatus(.reachable(via: .wired))
+            #expect(await eventually { received.all.contains { $0.hasSuffix("/y") } })
+            // Another instance, on the same outbox, looks for work while y's outcome waits behind x's.
+            let otherOrigin = OutboxPostgresTests.Origin()
+            let (other, _, runningOther) = OutboxPostgresTests.instance(server, otherOrigin, reachability: ManualReachability(.reachable(via: .wired)))
+            defer { runningOther.cancel() }
+            let started = ContinuousClock.now
+            let dropped = await engine.outbox?.drop("no-such-row")
+            #expect(dropped == false)
+            #expect(ContinuousClock.now - started < .seconds(4), "a drop waits for the work queue at most its timeout")
+            for operation in operations {
+                let status = try await operation.response().statusCode
+                #expect(status == 201)
+            }
+            #expect(received.all.filter { $0.hasSuffix("/y") }.count == 1, "y sent once: \(received.all)")
+            #expect(otherOrigin.keys.all.isEmpty, "the other instance sent nothing again: \(otherOrigin.keys.all)")
+            let attempts = try await server.psql("SELECT attempts FROM \"courier_outbox_orders\" WHERE url LIKE '%/x'")
+            #expect(attempts == "2\n", "x: one 503, one 201")
+            withExtendedLifetime((engine, other)) {}
+        }
+    }
+
+    /// A drop that gives up waiting for a row the app holds locked says so; when the server deletes the row
+    /// afterwards, the operation waiting for it ends (cancelled) rather than waiting forever.
+    @Test(.timeLimit(.minutes(6))) func aDropTheServerMakesLateEndsTheWaitingOperation() async throws {
+        try await OutboxPostgresTests.withServer { server in
+            let origin = Origin()
+            let (engine, _, running) = OutboxPostgresTests.instance(
+                server, origin, reachability: ManualReachability(.unreachable), replays: false, timeout: .seconds(1))
+            defer { running.cancel() }
+            let operation = OutboxPostgresTests.freeze(engine, "orders/held")
+            #expect(await eventually { operation.state == .frozen })
+            let lock = try await Self.lockRow(server, table: "courier_outbox_orders", urlEnding: "/held", seconds: 3)
+            let outbox = try #require(engine.outbox)
+            #expect(await outbox.drop(try #require(operation.outboxID)) == false, "not known within the timeout")
+            _ = try await lock.value
+            #expect(await failure(of: operation)?.code == .cancelled)
+            #expect(try await server.psql("SELECT count(*) FROM \"courier_outbox_orders\"") == "0\n")
+        }
+    }
+}
