@@ -35,16 +35,10 @@ extension OutboxPostgresFaultTests {
                 if path.hasSuffix("/y") { try await Task.sleep(for: .milliseconds(1500)) }
                 return FakeTransport.reply(status: 201, body: "{}")
             }
-            let client = server.makeClient()
-            let running = Task { await client.run() }
-            defer { running.cancel() }
             let reachability = ManualReachability(.unreachable)
-            let engine = NetworkEngine.fake(transport) {
-                $0.reachability = reachability
-                $0.outbox = .postgres(client: client, name: "orders", timeout: .seconds(1))
-                $0.outboxName = "orders"
-                $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200), lease: .seconds(2))
-            }
+            let (engine, _, running) = OutboxPostgresTests.instance(
+                server, transport: transport, reachability: reachability, timeout: .seconds(1), lease: .seconds(2))
+            defer { running.cancel() }
             let operations = ["x", "y", "z"].map { path in
                 let operation = engine.operation(path: "orders/\(path)", method: .post, body: .json(["item": path]))
                 operation.isFreezable = true

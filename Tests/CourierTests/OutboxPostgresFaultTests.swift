@@ -93,16 +93,10 @@ struct OutboxPostgresFaultTests {
                 }
                 return FakeTransport.reply(status: 201, body: "{}")
             }
-            let client = server.makeClient()
-            let running = Task { await client.run() }
-            defer { running.cancel() }
             let reachability = ManualReachability(.unreachable)
-            let engine = NetworkEngine.fake(transport) {
-                $0.reachability = reachability
-                $0.outbox = .postgres(client: client, name: "orders", timeout: .seconds(1))
-                $0.outboxName = "orders"
-                $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200), lease: .seconds(3))
-            }
+            let (engine, _, running) = OutboxPostgresTests.instance(
+                server, transport: transport, reachability: reachability, timeout: .seconds(1), lease: .seconds(3))
+            defer { running.cancel() }
             let operation = OutboxPostgresTests.freeze(engine, "orders/once")
             #expect(await eventually { operation.state == .frozen })
             reachability.setStatus(.reachable(via: .wired))

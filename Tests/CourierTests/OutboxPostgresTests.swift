@@ -40,14 +40,22 @@ struct OutboxPostgresTests {
         _ server: PostgresServer, _ origin: Origin, reachability: ManualReachability, replays: Bool = true,
         timeout: Duration = .seconds(15)
     ) -> (NetworkEngine, PostgresClient, Task<Void, Never>) {
+        instance(server, transport: origin.transport, reachability: reachability, replays: replays, timeout: timeout)
+    }
+
+    /// An instance whose origin is `transport`, with leases of `lease`.
+    static func instance(
+        _ server: PostgresServer, transport: FakeTransport, reachability: ManualReachability, replays: Bool = true,
+        timeout: Duration = .seconds(15), lease: Duration = .seconds(5)
+    ) -> (NetworkEngine, PostgresClient, Task<Void, Never>) {
         let client = server.makeClient()
         let running = Task { await client.run() }
-        let engine = NetworkEngine.fake(origin.transport) {
+        let engine = NetworkEngine.fake(transport) {
             $0.reachability = reachability
             $0.outbox = .postgres(client: client, name: "orders", timeout: timeout)
             $0.outboxName = "orders"
             $0.replaysOutbox = replays
-            $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200), lease: .seconds(5))
+            $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200), lease: lease)
         }
         return (engine, client, running)
     }

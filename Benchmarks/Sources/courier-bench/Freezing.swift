@@ -48,7 +48,7 @@ enum Freezing {
             guard !frozen.isNaN else { throw BenchError("operation \(n) was not frozen") }
             committed.append(frozen - started)
         }
-        _ = engine.outbox?.clear()
+        _ = await engine.outbox?.clear()
         return (["latency us": median(enqueued) * 1e6], ["latency us": median(committed) * 1e6])
     }
 
