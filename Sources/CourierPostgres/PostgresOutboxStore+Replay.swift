@@ -24,6 +24,14 @@ extension PostgresOutboxStore {
             isBodyIntact: true)
     }
 
+    /// Whether a row is held by a freeze whose hold lapsed: its caller was never told it is frozen (the
+    /// freezing process died, or failed to give it back), so it is deleted, never sent.
+    static func isLapsedFreeze(_ columns: PostgresRandomAccessRow, now: Double) -> Bool {
+        guard let holder = (try? columns["lease_owner"].decode(String?.self)) ?? nil, holder.hasSuffix("#freeze") else { return false }
+        let expires = (try? columns["lease_expires"].decode(Double?.self)) ?? nil
+        return (expires ?? 0) <= now
+    }
+
     /// The server's clock, as a claim's rows carry it (``PostgresOutboxSchema/now``).
     static func serverNow(_ columns: PostgresRandomAccessRow) -> Double? {
         guard columns.contains("courier_now") else { return nil }
@@ -49,14 +57,9 @@ extension PostgresOutboxStore {
 
     func claimHead(_ pipeline: OutboxPipeline, claim: ReplayStateMachine.Claim, now: Double, lease: Double) -> OutboxClaimResult {
         do {
-            // A claim the server commits after this gave up leaves a row leased to nobody sending it: given back.
-            let owner = owner
-            return try blockingWrite(afterwards: { [self] outcome, reported in
-                guard !reported, case .success(.head(_, .send, let record)) = outcome else { return }
-                repairUntilDone("give back a claim made too late") { [self] in
-                    try await schema.release(id: record.id, owner: owner, client: client)
-                }
-            }) { [self] _ in try await claimInTransaction(pipeline, claim: claim, localNow: now, lease: lease) }
+            // A claim the server commits after this gave up leaves its row leased to nobody sending it, until
+            // the lease lapses (it is not given back: a late release could clear a newer lease).
+            return try blocking { [self] in try await claimInTransaction(pipeline, claim: claim, localNow: now, lease: lease) }
         } catch {
             logger.debug("courier outbox claim failed", metadata: ["courier-error": "\(Self.describe(error))"])
             return .failed(Self.describe(error))
@@ -101,6 +104,10 @@ extension PostgresOutboxStore {
                     if let id = try? columns["id"].decode(String.self) { damaged.append(id) }
                     continue
                 }
+                if Self.isLapsedFreeze(columns, now: now) {
+                    try await connection.query("DELETE FROM \(unescaped: table) WHERE id = \(record.id) AND lease_owner LIKE '%#freeze'", logger: silent)
+                    continue
+                }
                 let fact = Self.head(record, columns, now: now)
                 heads[record.id] = (record, fact)
                 facts.append(fact)
@@ -122,6 +129,7 @@ extension PostgresOutboxStore {
                     """, logger: silent) {
                     let columns = row.makeRandomAccess()
                     if let serverNow = Self.serverNow(columns) { now = serverNow }
+                    if Self.isLapsedFreeze(columns, now: now) { continue }   // deleted at the next claim
                     if let fresh = PostgresOutboxSchema.record(columns) { locked = (fresh, Self.head(fresh, columns, now: now)) }
                 }
                 facts.removeAll { $0.id == head.id }

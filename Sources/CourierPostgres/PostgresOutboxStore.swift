@@ -92,7 +92,13 @@ final class PostgresOutboxStore: OutboxStore {
     /// was told it failed (or whose failure may hide a commit) is the caller of this function's to repair.
     /// `body` gets a check to make just before it writes (`isAbandoned`), so that a late body mostly writes
     /// nothing at all.
+    ///
+    /// With `finishesWhenAbandoned`, a body the caller gave up on is not cancelled but left to finish, so
+    /// that `afterwards` learns what the server really did (a cancelled statement may still run on the
+    /// server, and its client side would only say "cancelled"): for writes whose late effect must be
+    /// repaired or reported (a freeze, a drop).
     func blockingWrite<Value: Sendable>(
+        finishesWhenAbandoned: Bool = false,
         afterwards: (@Sendable (_ outcome: Result<Value, any Error>, _ reported: Bool) -> Void)? = nil,
         _ body: @escaping @Sendable (_ isAbandoned: @escaping @Sendable () -> Bool) async throws -> Value
     ) throws -> Value {
@@ -125,7 +131,7 @@ final class PostgresOutboxStore: OutboxStore {
             return outcome
         }
         guard let outcome else {
-            task.cancel()
+            if !finishesWhenAbandoned { task.cancel() }
             throw NetworkError(.outboxUnavailable, "the PostgreSQL server did not answer within \(Self.seconds(timeout)) (is it running, and are the client's host, port, user and password right?)")
         }
         return try outcome.get()
@@ -160,6 +166,10 @@ final class PostgresOutboxStore: OutboxStore {
     /// How much longer than the timeout a row being frozen stays leased to its instance: the time its
     /// removal has, should its freeze be reported failed, before another instance could claim it.
     static let freezeHoldMargin: Double = 60
+
+    /// The lease owner a freeze holds its row with, until its caller is told it is frozen: never a
+    /// replay's (`owner`), so that giving it back can never clear a replay's lease.
+    static func freezeHolder(_ owner: String) -> String { owner + "#freeze" }
 
     static func interval(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -200,26 +210,30 @@ final class PostgresOutboxStore: OutboxStore {
         record.headers = CredentialFields.removed(from: record.headers)
         let row = record
         do {
-            // The row is written leased to this instance, so that no instance may claim it before its caller
-            // is told it is frozen; the lease is given back (and the row announced) only then. A freeze the
-            // caller was told failed, or whose failure may hide a commit (a connection lost during COMMIT),
-            // is deleted again, retried until the server takes it, well within that lease.
-            let owner = owner
-            let hold = Self.interval(timeout) + Self.freezeHoldMargin
-            try blockingWrite(afterwards: { [self] outcome, reported in
-                if case .success = outcome, reported { return }
+            // The row is written held for this freeze (a lease of its own, `<owner>#freeze`): no instance
+            // claims it until it is given back, which must succeed before the caller is told it is frozen.
+            // A freeze that fails at either step, or whose write may have happened after all, is deleted by
+            // a task of its own until the server takes it; should this process die first, a hold that
+            // lapses is deleted by the next claim, never sent.
+            let hold = Self.freezeHolder(owner)
+            let seconds = Self.interval(min(timeout, .seconds(86_400))) + Self.freezeHoldMargin
+            let removeAgain: @Sendable () -> Void = { [self] in
                 repairUntilDone("remove a request whose freeze was reported failed") { [self] in
                     _ = try await schema.delete(id: row.id, onlyPending: true, client: client, logger: logger)
                 }
+            }
+            try blockingWrite(finishesWhenAbandoned: true, afterwards: { outcome, reported in
+                if case .success = outcome, reported { return }
+                removeAgain()
             }) { [self] isAbandoned in
                 guard !isAbandoned() else { throw CancellationError() }
-                try await schema.insert(row, heldBy: owner, for: hold, client: client)
+                try await schema.insert(row, heldBy: hold, for: seconds, client: client)
             }
-            // Frozen, whatever happens next (the lease lapses by itself if this cannot be said now).
             do {
-                try blocking { [self] in try await schema.release(id: row.id, owner: owner, client: client) }
+                try blocking { [self] in try await schema.release(id: row.id, owner: hold, client: client) }
             } catch {
-                repairUntilDone("announce a frozen request") { [self] in try await schema.release(id: row.id, owner: owner, client: client) }
+                removeAgain()
+                throw error
             }
         } catch {
             throw NetworkError(
@@ -266,6 +280,10 @@ final class PostgresOutboxStore: OutboxStore {
     }
 
     func drop(id: String) -> Bool {
+        onWork { dropOnWork(id: id) }
+    }
+
+    func dropAskedByUser(id: String) -> Bool {
         // Not behind an outcome the server has not taken for longer than the timeout.
         onWork(startingWithin: Self.interval(timeout)) { [self] in dropOnWork(id: id) } ?? false
     }
@@ -275,7 +293,7 @@ final class PostgresOutboxStore: OutboxStore {
         // Not a row another instance is sending now (its lease is live): its attempt decides. A delete
         // the server makes after this gave up is reported then (the waiting operation ends).
         let owner = owner
-        let removed = (try? blockingWrite(afterwards: { [self] outcome, reported in
+        let removed = (try? blockingWrite(finishesWhenAbandoned: true, afterwards: { [self] outcome, reported in
             if !reported, case .success(true) = outcome { dropped(id) }
         }) { [self] _ in
             try await schema.delete(id: id, onlyPending: true, owner: owner, client: client, logger: logger)

@@ -186,7 +186,7 @@ public final class Outbox: Sendable {
     /// - Parameter id: The entry's id.
     /// - Returns: Whether there was such an entry, and it was removed (or this process's replay of it stopped).
     @discardableResult
-    public func drop(_ id: String) -> Bool { database?.drop(id: id) ?? false }
+    public func drop(_ id: String) -> Bool { database?.dropAskedByUser(id: id) ?? false }
 
     /// Removes one entry (see the synchronous one), off the cooperative pool.
     /// - Parameter id: The entry's id.

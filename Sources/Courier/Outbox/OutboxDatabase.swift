@@ -256,6 +256,8 @@ final class OutboxDatabase: OutboxStore {
         onWork { dropOnWork(id: id) }
     }
 
+    func dropAskedByUser(id: String) -> Bool { drop(id: id) }
+
     private func dropOnWork(id: String) -> Bool {
         if dropReplayInFlight(id) { return true }
         let removed = (try? pool.write { [owner] db in

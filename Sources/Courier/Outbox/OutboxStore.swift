@@ -50,6 +50,10 @@ package protocol OutboxStore: AnyObject, Sendable {
     /// Removes one row (see `Outbox.drop(_:)`); a replay of it on its way decides.
     @discardableResult
     func drop(id: String) -> Bool
+    /// ``drop(id:)`` for a user's request (``Outbox/drop(_:)``): a store that may be busy for long (an
+    /// outcome waiting for a stalled server) gives up after its timeout and says `false`. A cancelled
+    /// operation's drop uses ``drop(id:)``, which always happens.
+    func dropAskedByUser(id: String) -> Bool
     /// Removes every row; returns how many.
     func clear() -> Int
 
