@@ -324,7 +324,7 @@ final class PostgresOutboxStore: OutboxStore {
 enum BlockingCall<Value: Sendable>: Sendable {
     case waiting
     case finished(Result<Value, any Error>)
-    /// The caller stopped waiting: an outcome arriving now is undone.
+    /// The caller stopped waiting: the outcome, when it comes, goes to the call's `afterwards` (unreported).
     case abandoned
 }
 
