@@ -9,7 +9,7 @@ import PostgresNIO
 // again as soon as it can.
 extension PostgresOutboxStore {
     /// What a notification says.
-    enum Notice: String, Sendable {
+    enum Notice: String, Sendable, Hashable {
         /// Rows were added or made due: replayers look for work.
         case due
         /// Rows were settled or removed: waiting operations look at their rows.
@@ -19,11 +19,16 @@ extension PostgresOutboxStore {
     /// How often the store looks for work and outcomes while it cannot listen.
     static let fallbackPoll: Duration = .seconds(2)
 
-    /// Tells every instance (this one included, through its own listening connection).
+    /// Tells every instance (this one included, through its own listening connection). One notification
+    /// of a kind at a time, and one more after it when more were asked for meanwhile: a stalled server
+    /// never collects one of the app's connections per outcome (``NoticeCoalescingStateMachine``).
     func notify(_ notice: Notice) {
+        guard notices.withLockedValue({ $0.ask(notice) }) else { return }
         let channel = schema.channel
-        Task { [client] in
-            _ = try? await client.query("SELECT pg_notify(\(channel), \(notice.rawValue))", logger: PostgresOutboxSchema.silent)
+        Task { [client, notices] in
+            repeat {
+                _ = try? await client.query("SELECT pg_notify(\(channel), \(notice.rawValue))", logger: PostgresOutboxSchema.silent)
+            } while notices.withLockedValue({ $0.sent(notice) })
         }
     }
 

@@ -35,6 +35,14 @@ final class PostgresOutboxStore: OutboxStore {
     let renewing = NIOLockedValueBox<Set<String>>([])
     /// When the last claim removed finished rows past their retention (seconds since 1970).
     let lastPurge = NIOLockedValueBox<Double>(0)
+    /// The statements the server has not answered and no caller waits for (``StalledStatementsStateMachine``).
+    let stalled = NIOLockedValueBox(StalledStatementsStateMachine(limit: PostgresOutboxStore.stalledLimit))
+    /// The notifications on their way (``NoticeCoalescingStateMachine``).
+    let notices = NIOLockedValueBox(NoticeCoalescingStateMachine<Notice>())
+
+    /// How many statements may wait on the server with no caller waiting for them, at most: past this, the
+    /// store refuses new ones at once rather than take more of the app's pooled connections.
+    static let stalledLimit = 4
 
     private static let registry = NIOLockedValueBox<[String: PostgresOutboxStore]>([:])
 
@@ -102,10 +110,15 @@ final class PostgresOutboxStore: OutboxStore {
         afterwards: (@Sendable (_ outcome: Result<Value, any Error>, _ reported: Bool) -> Void)? = nil,
         _ body: @escaping @Sendable (_ isAbandoned: @escaping @Sendable () -> Bool) async throws -> Value
     ) throws -> Value {
+        guard stalled.withLockedValue({ $0.mayStart }) else {
+            throw NetworkError(
+                .outboxUnavailable,
+                "the PostgreSQL server has not answered \(Self.stalledLimit) earlier statements of the outbox \(schema.name) yet (is its table locked, or the server stalled?); none is sent until it does")
+        }
         let result = NIOLockedValueBox<BlockingCall<Value>>(.waiting)
         let done = DispatchSemaphore(value: 0)
         let isAbandoned: @Sendable () -> Bool = { result.withLockedValue { if case .abandoned = $0 { true } else { false } } }
-        let task = Task(executorPreference: Self.executor) {
+        let task = Task(executorPreference: Self.executor) { [stalled] in
             let outcome: Result<Value, any Error>
             do {
                 outcome = .success(try await body(isAbandoned))
@@ -113,7 +126,10 @@ final class PostgresOutboxStore: OutboxStore {
                 outcome = .failure(error)
             }
             let abandoned = result.withLockedValue { call -> Bool in
-                if case .abandoned = call { return true }
+                if case .abandoned = call {
+                    stalled.withLockedValue { $0.ended() }
+                    return true
+                }
                 call = .finished(outcome)
                 return false
             }
@@ -126,6 +142,8 @@ final class PostgresOutboxStore: OutboxStore {
         let outcome = result.withLockedValue { call -> Result<Value, any Error>? in
             guard case .finished(let outcome) = call else {
                 call = .abandoned
+                // Counted until it ends, in the same step as its ending is told (the task takes this lock too).
+                stalled.withLockedValue { $0.gaveUp() }
                 return nil
             }
             return outcome
@@ -144,13 +162,19 @@ final class PostgresOutboxStore: OutboxStore {
     }
 
     /// Runs `repair` in a task of its own (never the cancelled one of the call it repairs) until it
-    /// succeeds, waiting longer between tries up to 2 s, for as long as the process runs.
+    /// succeeds, waiting longer between tries up to 2 s, for as long as the process runs. Each try counts
+    /// as a stalled statement while it runs, and waits for a place when ``stalledLimit`` are.
     func repairUntilDone(_ what: String, _ repair: @escaping @Sendable () async throws -> Void) {
         let logger = logger
-        Task.detached(executorPreference: Self.executor) {
+        Task.detached(executorPreference: Self.executor) { [stalled] in
             var failures = 0
             while true {
+                guard stalled.withLockedValue({ $0.startRepair() }) else {
+                    try? await Task.sleep(for: .milliseconds(200))
+                    continue
+                }
                 do {
+                    defer { stalled.withLockedValue { $0.ended() } }
                     try await repair()
                     return
                 } catch {

@@ -1,5 +1,7 @@
 import CourierTestServer
 import Foundation
+import Logging
+import PostgresNIO
 import Testing
 @testable import Courier
 @testable import CourierPostgres
@@ -100,6 +102,59 @@ extension OutboxPostgresFaultTests {
             } else {
                 #expect(!ended && operation.state == .frozen, "the row stayed: its operation waits for it")
             }
+        }
+    }
+
+    /// The app keeps the outbox's table locked (a long migration, a stuck transaction): freezes fail with a
+    /// typed error, and no more than a few of the store's statements wait on the server meanwhile, so the
+    /// app's own queries on the same client (8 connections) still find one. Once the lock goes, what the
+    /// stalled freezes wrote is removed, never sent, and freezing works again.
+    @Test(.timeLimit(.minutes(6))) func aTableLockedForLongTakesOnlyAFewOfTheAppsConnections() async throws {
+        try await OutboxPostgresTests.withServer { server in
+            let (engine, client, running) = OutboxPostgresTests.instance(
+                server, transport: Origin().transport, reachability: ManualReachability(.unreachable), replays: false,
+                timeout: .seconds(1), connections: 8)
+            defer { running.cancel() }
+            _ = await offThePool { engine.outbox?.entries.count }   // opened: its table exists
+            let lock = Task {
+                try await server.psql("BEGIN; LOCK TABLE \"courier_outbox_orders\" IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(12); COMMIT;")
+            }
+            #expect(await Self.settles {
+                (try? await server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(12)%' AND state = 'active' AND pid <> pg_backend_pid()")) == "1\n"
+            })
+            let operations = (1...12).map { OutboxPostgresTests.freeze(engine, "orders/\($0)") }
+            for operation in operations {
+                let code = await failure(of: operation)?.code
+                #expect(code == .outboxUnavailable, "not frozen: \(operation.state)")
+            }
+            let waiting = try await server.psql(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+            #expect((Int(waiting.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 99) <= PostgresOutboxStore.stalledLimit,
+                    "statements waiting on the lock: \(waiting)")
+            // The lock is still held: the app's own query on the same client is answered.
+            let answered = await Self.answers(within: .seconds(3)) {
+                for try await _ in try await client.query("SELECT 1", logger: Logger(label: "test")) {}
+            }
+            #expect(answered, "the app's query found a connection while the table was locked")
+            _ = try await lock.value
+            #expect(await Self.settles { (try? await server.psql("SELECT count(*) FROM \"courier_outbox_orders\"")) == "0\n" },
+                    "what the stalled freezes wrote was removed")
+            let later = OutboxPostgresTests.freeze(engine, "orders/later")
+            #expect(await eventually { later.state == .frozen }, "freezing works again: \(later.state)")
+        }
+    }
+
+    /// Whether `body` returns (without throwing) within `timeout`.
+    static func answers(within timeout: Duration, _ body: @escaping @Sendable () async throws -> Void) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { (try? await body()) != nil }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
         }
     }
 

@@ -43,12 +43,12 @@ struct OutboxPostgresTests {
         instance(server, transport: origin.transport, reachability: reachability, replays: replays, timeout: timeout)
     }
 
-    /// An instance whose origin is `transport`, with leases of `lease`.
+    /// An instance whose origin is `transport`, with leases of `lease`, its client at most `connections` connections.
     static func instance(
         _ server: PostgresServer, transport: FakeTransport, reachability: ManualReachability, replays: Bool = true,
-        timeout: Duration = .seconds(15), lease: Duration = .seconds(5)
+        timeout: Duration = .seconds(15), lease: Duration = .seconds(5), connections: Int = 20
     ) -> (NetworkEngine, PostgresClient, Task<Void, Never>) {
-        let client = server.makeClient()
+        let client = server.makeClient(connections: connections)
         let running = Task { await client.run() }
         let engine = NetworkEngine.fake(transport) {
             $0.reachability = reachability

@@ -3,11 +3,12 @@ import Foundation
 import PostgresNIO
 
 extension PostgresServer {
-    /// A client of this server; run it (`client.run()`) while it is used.
-    func makeClient() -> PostgresClient {
+    /// A client of this server with at most `connections` connections; run it (`client.run()`) while it is used.
+    func makeClient(connections: Int = 20) -> PostgresClient {
         var configuration = PostgresClient.Configuration(
             host: "127.0.0.1", port: port, username: Self.user, password: Self.password, database: "postgres", tls: .disable)
         configuration.options.connectTimeout = .seconds(3)
+        configuration.options.maximumConnections = connections
         return PostgresClient(configuration: configuration)
     }
 }
