@@ -3,10 +3,10 @@ import CourierTestServer
 import Foundation
 
 extension Demo {
-    /// Scene 8: the cache answers for a server that went away (a stale response, marked as such), and
+    /// Scene 9: the cache answers for a server that went away (a stale response, marked as such), and
     /// answers an app's own conditional request with a 304 without asking anyone.
     nonisolated func offlineCache() async throws {
-        say("8. The cache when the server is gone")
+        say("9. The cache when the server is gone")
         let server = try await TestServer.start()
         let engine = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, configuration: .init {
             $0.cache = ResponseCache(directory: nil)

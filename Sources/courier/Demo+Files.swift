@@ -4,11 +4,11 @@ import Foundation
 import NIOConcurrencyHelpers
 
 extension Demo {
-    /// Scene 9: files in and out, streamed in constant memory: a multipart upload from disk, a download
+    /// Scene 10: files in and out, streamed in constant memory: a multipart upload from disk, a download
     /// to a file under a bandwidth limit with its rate and time left, and two identical downloads that
     /// share one transfer.
     nonisolated func files(_ engine: NetworkEngine, _ server: TestServer) async throws {
-        say("9. Files, streamed")
+        say("10. Files, streamed")
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("courier-demo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -3,12 +3,12 @@ import CourierTestServer
 import Foundation
 
 extension Demo {
-    /// Scene 10: the request pipeline. Ten requests go out with an expired token; those refused wait
+    /// Scene 11: the request pipeline. Ten requests go out with an expired token; those refused wait
     /// while the token is refreshed once, and all ten succeed with the new one. A link to another origin
     /// that redirects to the API arrives there without the token. Then a retry policy rides out a server
     /// answering 503.
     nonisolated func pipeline(_ server: TestServer) async throws {
-        say("10. Interceptors: a token refresh and retries")
+        say("11. Interceptors: a token refresh and retries")
         let tokens = NetworkEngine(host: "127.0.0.1", port: server.port, isSecure: false, queue: NetworkQueue())
         let auth = BearerTokenAuthenticator(token: "expired") { refused in
             // The refresh goes through an engine without the authenticator.

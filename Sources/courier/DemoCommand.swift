@@ -9,7 +9,7 @@ import Synchronization
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Start a local server and show the shared queue at work: limits, priorities, coalescing, cancellation, progress, errors, freezing, the cache, files, interceptors, images, trust.")
+        abstract: "Start a local server and show the shared queue at work: limits, priorities, coalescing, cancellation, progress, errors, freezing, a fleet on PostgreSQL, the cache, files, interceptors, images, trust.")
 
     func run() async throws {
         try await Demo().run()
@@ -31,6 +31,7 @@ struct Demo {
             try await downloadProgress(engine, server)
             await typedErrors(engine, server)
             try await offlineOutbox()
+            try await fleet()
             try await offlineCache()
             try await files(engine, server)
             try await pipeline(server)

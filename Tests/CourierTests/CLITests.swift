@@ -246,6 +246,10 @@ struct CLITests {
         #expect(demo.stdout.contains("connectionLost"))
         #expect(demo.stdout.contains("the server saw 3 Idempotency-Keys, each exactly once"))
         #expect(demo.stdout.contains("(its task was cancelled): stillFrozen; the note stays in the outbox"))
+        if PostgresServer.isAvailable || PostgresServer.isRequired {
+            #expect(demo.stdout.contains("instance A's waiting operations learn the outcomes B recorded: 200, 200, 200"))
+            #expect(demo.stdout.contains("the partner saw 3 Idempotency-Keys, each exactly once, each with B's token; the token is not in the table"))
+        }
         #expect(demo.stdout.contains("GET /cache/0 → 200, cacheOutcome stale, isCachedResponse true"))
         #expect(demo.stdout.contains("servesStaleWhenDisconnected = false → cannotConnect"))
         #expect(demo.stdout.contains("→ 304 from the cache"))
