@@ -19,8 +19,14 @@ struct PostgresOutboxSchema: Sendable {
     /// The channel its notifications go on.
     let channel: String
 
-    /// The version ``migrate(_:)`` brings a table to (2: the lanes index).
-    static let version = 2
+    /// The version ``migrate(_:)`` brings a table to (2: the lanes index; 3: bodies kept in chunks).
+    static let version = 3
+
+    /// The bytes of one chunk of a frozen file or form (``insert(_:chunks:length:heldBy:for:client:)``).
+    static let chunkSize = 256 * 1024
+
+    /// The table of the chunks of frozen files and forms, quoted.
+    var bodies: String { auxiliary("bodies") }
 
     struct InvalidName: Error, CustomStringConvertible {
         let name: String
@@ -112,6 +118,20 @@ struct PostgresOutboxSchema: Sendable {
                         ON \(unescaped: table) ((coalesce(ordering_key, '')), seq) WHERE outcome IS NULL AND dead_reason IS NULL
                     """, logger: logger)
             }
+            if current < 3 {
+                // Frozen files and forms, in chunks (one row per chunk, so neither freezing nor replaying
+                // holds a whole body in memory); deleted with their row, whatever deletes it.
+                try await connection.query("ALTER TABLE \(unescaped: table) ADD COLUMN body_length bigint", logger: logger)
+                try await connection.query("""
+                    CREATE TABLE \(unescaped: bodies) (
+                        id text NOT NULL,
+                        part integer NOT NULL,
+                        chunk bytea NOT NULL,
+                        CONSTRAINT \(unescaped: auxiliary("bodies_pkey")) PRIMARY KEY (id, part),
+                        CONSTRAINT \(unescaped: auxiliary("bodies_row")) FOREIGN KEY (id) REFERENCES \(unescaped: table) (id)
+                            ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED)
+                    """, logger: logger)
+            }
             try await connection.query("""
                 INSERT INTO courier_outbox_migrations (outbox, version) VALUES (\(name), \(Self.version))
                     ON CONFLICT (outbox) DO UPDATE SET version = excluded.version
@@ -160,16 +180,74 @@ struct PostgresOutboxSchema: Sendable {
 
     /// Commits a row leased to `owner` for `hold` seconds (no instance claims it before ``release(id:owner:client:)``).
     func insert(_ record: OutboxRecord, heldBy owner: String, for hold: Double, client: PostgresClient) async throws {
-        let headers = OutboxRecord.headersColumn(record.headers, requirements: [])
-        try await client.query("""
-            INSERT INTO \(unescaped: table) (id, origin, method, url, headers, body, idempotency_key, created_at, expires_at,
+        try await client.query(try insertion(record, heldBy: owner, for: hold), logger: Self.silent)
+    }
+
+    /// Commits a row whose body is `chunks` (a file's or a form's bytes, `length` of them) with its body in
+    /// one transaction, leased to `owner` for `hold` seconds: one chunk in memory at a time. A body that
+    /// turns out longer or shorter than `length` (its file changed meanwhile) commits nothing.
+    func insert(
+        _ record: OutboxRecord, chunks: some AsyncSequence<ByteBuffer, any Error> & Sendable, length: Int64,
+        heldBy owner: String, for hold: Double, client: PostgresClient
+    ) async throws {
+        var record = record
+        record.body = nil
+        record.chunkedBodyLength = length
+        let row = record
+        try await client.withTransaction(logger: Self.silent) { connection in
+            var part = 0
+            var written: Int64 = 0
+            var pending = ByteBuffer()
+            func flush() async throws {
+                try await connection.query(
+                    "INSERT INTO \(unescaped: bodies) (id, part, chunk) VALUES (\(row.id), \(part), \(pending))", logger: Self.silent)
+                part += 1
+                pending.clear()
+            }
+            for try await buffer in chunks {
+                written += Int64(buffer.readableBytes)
+                guard written <= length else { throw BodyChanged(expected: length) }
+                var buffer = buffer
+                pending.writeBuffer(&buffer)
+                if pending.readableBytes >= Self.chunkSize { try await flush() }
+            }
+            if pending.readableBytes > 0 || part == 0 { try await flush() }
+            guard written == length else { throw BodyChanged(expected: length) }
+            try await connection.query(try insertion(row, heldBy: owner, for: hold), logger: Self.silent)
+        }
+    }
+
+    /// A frozen body's bytes were not as many as measured (its file changed while it was written).
+    struct BodyChanged: Error, CustomStringConvertible {
+        let expected: Int64
+        var description: String { "the body changed while it was frozen (it was \(expected) bytes when measured)" }
+    }
+
+    /// The statement that inserts a row held by `owner` (its body in the row, or its length when chunked).
+    private func insertion(_ record: OutboxRecord, heldBy owner: String, for hold: Double) throws -> PostgresQuery {
+        let requirements = record.chunkedBodyLength == nil ? [] : [OutboxRecord.bodyChunksRequirement]
+        let headers = OutboxRecord.headersColumn(record.headers, requirements: requirements)
+        return try """
+            INSERT INTO \(unescaped: table) (id, origin, method, url, headers, body, body_length, idempotency_key, created_at, expires_at,
                 maximum_attempts, attempts, next_attempt_at, last_status, last_error, ordering_key, pipeline, lease_owner, lease_expires)
             SELECT \(record.id), \(record.origin), \(record.method.rawValue), \(record.url.absoluteString), \(headers),
-                \(record.body), \(record.idempotencyKey), clock.now, clock.now + \(record.expiresAt.map { $0 - record.createdAt }),
+                \(record.body), \(record.chunkedBodyLength), \(record.idempotencyKey), clock.now,
+                clock.now + \(record.expiresAt.map { $0 - record.createdAt }),
                 \(record.maximumAttempts), \(record.attempts), clock.now + \(record.nextAttemptAt - record.createdAt),
                 \(record.lastStatus), \(record.lastError), \(record.orderingKey), \(record.pipeline), \(owner), clock.now + \(hold)
             FROM (SELECT \(unescaped: Self.now) AS now) AS clock
-            """, logger: Self.silent)
+            """
+    }
+
+    /// Chunk `part` of a row's body; `nil` past its last (or when the row is gone).
+    func chunk(id: String, part: Int, client: PostgresClient) async throws -> ByteBuffer? {
+        var found: ByteBuffer?
+        for try await chunk in try await client.query(
+            "SELECT chunk FROM \(unescaped: bodies) WHERE id = \(id) AND part = \(part)", logger: Self.silent
+        ).decode(ByteBuffer.self) {
+            found = chunk
+        }
+        return found
     }
 
     /// Gives back the lease a freeze holds its row with (its caller was told it is frozen), and tells
@@ -279,11 +357,11 @@ struct PostgresOutboxSchema: Sendable {
             let methodName = column("method", as: String.self), let method = HTTPRequest.Method(methodName),
             let urlString = column("url", as: String.self), let url = URL(string: urlString),
             let headerText = column("headers", as: String.self), let (headers, requirements) = OutboxRecord.headers(fromColumn: headerText),
-            requirements.isEmpty,
+            requirements.isSubset(of: [OutboxRecord.bodyChunksRequirement]),
             let key = column("idempotency_key", as: String.self), let createdAt = column("created_at", as: Double.self),
             let attempts = column("attempts", as: Int.self), let nextAttemptAt = column("next_attempt_at", as: Double.self)
         else { return nil }
-        return OutboxRecord(
+        var record = OutboxRecord(
             id: id, origin: origin, method: method, url: url, headers: CredentialFields.removed(from: headers),
             body: column("body", as: Data.self), idempotencyKey: key, createdAt: createdAt,
             expiresAt: column("expires_at", as: Double.self), maximumAttempts: column("maximum_attempts", as: Int.self),
@@ -291,5 +369,11 @@ struct PostgresOutboxSchema: Sendable {
             deadReason: column("dead_reason", as: String.self).flatMap(OutboxEntry.DeadLetterReason.init(rawValue:)),
             lastStatus: column("last_status", as: Int.self), lastError: column("last_error", as: String.self),
             orderingKey: column("ordering_key", as: String.self), pipeline: column("pipeline", as: String.self))
+        if requirements.contains(OutboxRecord.bodyChunksRequirement) {
+            // A body in chunks, without its length, is damaged: never sent with another body.
+            guard let length = column("body_length", as: Int64.self), length >= 0 else { return nil }
+            record.chunkedBodyLength = length
+        }
+        return record
     }
 }

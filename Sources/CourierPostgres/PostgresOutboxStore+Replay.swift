@@ -259,7 +259,9 @@ extension PostgresOutboxStore {
         case .delivered, .failedPermanently:
             let outcome = completion == .delivered ? "delivered" : "failed"
             // Recorded once: an instance whose lease expired and whose row another then delivered adds nothing.
+            // The body goes with the outcome (a chunked one too: a finished row is kept only to be read).
             try await client.query("""
+                WITH chunks AS (DELETE FROM \(unescaped: schema.bodies) WHERE id = \(id))
                 UPDATE \(unescaped: table) SET outcome = \(outcome), finished_at = \(unescaped: serverNow), last_status = \(status),
                     last_error = \(error), attempts = attempts + \(added), body = NULL, lease_owner = NULL, lease_expires = NULL
                 WHERE id = \(id) AND outcome IS NULL

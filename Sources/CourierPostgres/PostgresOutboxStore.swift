@@ -221,26 +221,39 @@ final class PostgresOutboxStore: OutboxStore {
     // MARK: Writing
 
     func insertFrozen(_ record: OutboxRecord, bytes: Data?, source: RequestBodySource?, limit: Int) throws(NetworkError) -> OutboxRecord {
-        if source != nil {
-            throw NetworkError(
-                .outboxUnavailable,
-                "a file or form body cannot be frozen into a PostgreSQL outbox yet; freeze its bytes (a body in memory) or use an SQLite outbox")
-        }
-        if let bytes, bytes.count > limit {
-            throw NetworkError(.frozenBodyTooLarge, "the body (\(bytes.count) bytes) is larger than the \(limit) bytes a frozen request may keep")
-        }
         var record = record
-        record.body = bytes
         record.headers = CredentialFields.removed(from: record.headers)
+        let hold = Self.freezeHolder(owner)
+        let seconds = Self.interval(min(timeout, .seconds(86_400))) + Self.freezeHoldMargin
+        let write: @Sendable (OutboxRecord) async throws -> Void
+        if let source, source.isFileOrForm {
+            // A file or a form: measured first (a missing file, or one over the limit, is a typed error
+            // with nothing written), then written in chunks with its row, in one transaction.
+            let prepared = try measure(source, limit: limit)
+            let length = prepared.length ?? 0
+            record.body = nil
+            record.chunkedBodyLength = length
+            write = { [schema, client] row in
+                try await schema.insert(row, chunks: prepared.makeStream(), length: length, heldBy: hold, for: seconds, client: client)
+            }
+        } else {
+            if let source, !source.isReplayable {
+                throw NetworkError(.bodyNotReplayable, "a one-shot stream body cannot be frozen; send it as .data or .file to freeze it")
+            }
+            let data = bytes ?? source?.bytes
+            if let data, data.count > limit {
+                throw NetworkError(.frozenBodyTooLarge, "the body (\(data.count) bytes) is larger than the \(limit) bytes a frozen request may keep")
+            }
+            record.body = data
+            write = { [schema, client] row in try await schema.insert(row, heldBy: hold, for: seconds, client: client) }
+        }
         let row = record
         do {
             // The row is written held for this freeze (a lease of its own, `<owner>#freeze`): no instance
             // claims it until it is given back, which must succeed before the caller is told it is frozen.
             // A freeze that fails at either step, or whose write may have happened after all, is deleted by
-            // a task of its own until the server takes it; should this process die first, a hold that
-            // lapses is deleted by the next claim, never sent.
-            let hold = Self.freezeHolder(owner)
-            let seconds = Self.interval(min(timeout, .seconds(86_400))) + Self.freezeHoldMargin
+            // a task of its own until the server takes it (its body's chunks with it); should this process
+            // die first, a hold that lapses is deleted by the next claim, never sent.
             let removeAgain: @Sendable () -> Void = { [self] in
                 repairUntilDone("remove a request whose freeze was reported failed") { [self] in
                     _ = try await schema.delete(id: row.id, onlyPending: true, client: client, logger: logger)
@@ -249,9 +262,9 @@ final class PostgresOutboxStore: OutboxStore {
             try blockingWrite(finishesWhenAbandoned: true, afterwards: { outcome, reported in
                 if case .success = outcome, reported { return }
                 removeAgain()
-            }) { [self] isAbandoned in
+            }) { isAbandoned in
                 guard !isAbandoned() else { throw CancellationError() }
-                try await schema.insert(row, heldBy: hold, for: seconds, client: client)
+                try await write(row)
             }
             do {
                 try blocking { [self] in try await schema.release(id: row.id, owner: hold, client: client) }
@@ -267,8 +280,37 @@ final class PostgresOutboxStore: OutboxStore {
         return record
     }
 
+    /// A file or form body, measured (off the cooperative pool) and held to the frozen-body limit.
+    private func measure(_ source: RequestBodySource, limit: Int) throws(NetworkError) -> RequestBodySource {
+        let measured: Result<RequestBodySource, NetworkError>
+        do {
+            measured = try blocking {
+                var source = source
+                do throws(NetworkError) {
+                    try await source.prepare()
+                    return .success(source)
+                } catch {
+                    return .failure(error)
+                }
+            }
+        } catch {
+            throw NetworkError(.outboxUnavailable, "the body to freeze could not be measured: \(Self.describe(error))", underlying: error)
+        }
+        let source = try measured.get()
+        if let length = source.length, length > Int64(limit) {
+            throw NetworkError(
+                .frozenBodyTooLarge,
+                "the body is \(length) bytes, more than maximumFrozenBodySize (\(limit) bytes), so it cannot be frozen")
+        }
+        return source
+    }
+
     func requestBody(of record: OutboxRecord) -> RequestBody? {
-        record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
+        if let length = record.chunkedBodyLength {
+            return RequestBody.replayable(
+                PostgresBodyChunks(schema: schema, client: client, id: record.id), length: length, contentType: record.headers[.contentType])
+        }
+        return record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
     }
 
     // MARK: Reading and managing

@@ -293,8 +293,8 @@ struct OutboxPostgresFaultTests {
         }
     }
 
-    /// A table of version 1 (no lanes index) with a row in it is brought to version 2 when an instance of
-    /// this version opens it, and its row is claimed as before.
+    /// A table of version 1 (no lanes index, no chunks) with a row in it is brought to version 3 when an
+    /// instance of this version opens it, and its row is claimed as before.
     @Test(.timeLimit(.minutes(6))) func aVersionOneTableIsMigratedAndKeepsItsRows() async throws {
         try await OutboxPostgresTests.withServer { server in
             let (old, runningOld) = try await Self.stores(server, count: 1, name: "legacy")
@@ -302,12 +302,15 @@ struct OutboxPostgresFaultTests {
             let row = OutboxStoreContractTests.record("legacy", lane: "a")
             _ = try await offThePool { try old[0].insertFrozen(row, bytes: nil, source: nil, limit: 0) }
             _ = try await server.psql("""
-                DROP INDEX "courier_outbox_legacy$lanes"; UPDATE courier_outbox_migrations SET version = 1 WHERE outbox = 'legacy'
+                DROP INDEX "courier_outbox_legacy$lanes"; DROP TABLE "courier_outbox_legacy$bodies";
+                ALTER TABLE "courier_outbox_legacy" DROP COLUMN body_length;
+                UPDATE courier_outbox_migrations SET version = 1 WHERE outbox = 'legacy'
                 """)
             let (new, runningNew) = try await Self.stores(server, count: 1, name: "legacy")
             defer { for task in runningNew { task.cancel() } }
-            #expect(try await server.psql("SELECT version FROM courier_outbox_migrations WHERE outbox = 'legacy'") == "2\n")
+            #expect(try await server.psql("SELECT version FROM courier_outbox_migrations WHERE outbox = 'legacy'") == "3\n")
             #expect(try await server.psql("SELECT count(*) FROM pg_indexes WHERE indexname = 'courier_outbox_legacy$lanes'") == "1\n")
+            #expect(try await server.psql("SELECT to_regclass('\"courier_outbox_legacy$bodies\"') IS NOT NULL") == "t\n", "version 3: the chunks' table")
             #expect(OutboxStoreContractTests.sent(await Self.claim(new[0])) == "legacy")
         }
     }

@@ -115,6 +115,14 @@ public struct RequestBody: Sendable {
         RequestBody(storage: .streamed(.stream(chunks, length: length)), contentType: contentType)
     }
 
+    /// A body of `length` bytes read from a sequence that starts over each time it is iterated (a frozen
+    /// body an outbox store reads back in chunks): replayable, so a redirect or a retry sends it again.
+    package static func replayable<Chunks: AsyncSequence & Sendable>(
+        _ chunks: Chunks, length: Int64, contentType: String?
+    ) -> RequestBody where Chunks.Element == ByteBuffer {
+        RequestBody(storage: .streamed(.replayable(chunks, length: length)), contentType: contentType)
+    }
+
     /// The streamed source, for bodies that are not bytes in memory.
     var source: RequestBodySource? {
         if case .streamed(let source) = storage { return source }

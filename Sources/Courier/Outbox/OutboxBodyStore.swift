@@ -84,6 +84,9 @@ struct OutboxBodyStore: Sendable {
             return Frozen(layout: nil, bytes: data)
         case .stream?:
             throw NetworkError(.bodyNotReplayable, "a one-shot stream body cannot be frozen; send it as .data or .file to freeze it")
+        case .replayable?:
+            // Only a PostgreSQL outbox's replays read bodies this way, and a replay is never frozen again.
+            throw NetworkError(.bodyNotReplayable, "a body read back from another outbox cannot be frozen into this one")
         case .file(let url)?:
             layout = FrozenBody(kind: .file, boundary: nil, parts: [FrozenBody.Part(copy: "body", size: try Self.regularFileSize(url))])
             try copy([(url, 0)], into: &layout, framing: 0, id: id, limit: limit)

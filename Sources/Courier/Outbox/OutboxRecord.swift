@@ -14,6 +14,9 @@ package struct OutboxRecord: Sendable {
     package var body: Data?
     /// How a file or multipart body is rebuilt from the outbox's copies; `nil` for a body in memory.
     package var frozenBody: FrozenBody?
+    /// The length of a body its store keeps in chunks of its own (a PostgreSQL outbox's frozen file or
+    /// form); `nil` for a body in ``body`` or rebuilt from ``frozenBody``.
+    package var chunkedBodyLength: Int64?
     package var idempotencyKey: String
     package var createdAt: Double
     package var expiresAt: Double?
@@ -70,6 +73,8 @@ package struct OutboxRecord: Sendable {
             // A pending row that says its body is in copies, without the layout to rebuild it: damaged.
             return nil
         }
+        // Chunks are a server store's (PostgreSQL): a file row naming them has no body to send.
+        if requirements.contains(Self.bodyChunksRequirement) { return nil }
         self.init(
             id: id, origin: origin, method: method, url: url, headers: CredentialFields.removed(from: headers),
             body: body, frozenBody: frozenBody, idempotencyKey: key, createdAt: createdAt,
@@ -84,8 +89,10 @@ package struct OutboxRecord: Sendable {
 
     /// The requirement a row whose body is rebuilt from copies (``frozenBody``) carries.
     static let bodyLayoutRequirement = "bodyLayout"
+    /// The requirement a row whose body its store keeps in chunks (``chunkedBodyLength``) carries.
+    package static let bodyChunksRequirement = "bodyChunks"
     /// The requirements this version can meet; a row naming another is damaged here (a later version's).
-    static let knownRequirements: Set<String> = [bodyLayoutRequirement]
+    static let knownRequirements: Set<String> = [bodyLayoutRequirement, bodyChunksRequirement]
 
     /// The `headers` column of a row. A row whose body is rebuilt from copies cannot be replayed by a
     /// version that does not know ``frozenBody`` (every version before frozen uploads would send its

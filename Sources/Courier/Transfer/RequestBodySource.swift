@@ -1,5 +1,5 @@
-import Foundation
-import NIOCore
+package import Foundation
+package import NIOCore
 import NIOFileSystem
 
 /// Where a request body's bytes come from, and how they are streamed to the transport.
@@ -15,12 +15,14 @@ package struct RequestBodySource: Sendable {
         case file(URL)
         case multipart(MultipartForm)
         case stream(OneShotByteStream)
+        /// A sequence that starts over each time it is iterated (a store's chunks of a frozen body).
+        case replayable(ErasedByteStream)
     }
 
     let kind: Kind
     /// The body's length in bytes when known: at once for data and for a stream given a length; for a
     /// file or a form, after ``prepare()``.
-    private(set) var length: Int64?
+    package private(set) var length: Int64?
     /// The sizes the file (file body) or the files (form) are held to, from ``prepare()``.
     private var measurement: MultipartForm.Measurement?
     /// The chunk size used when reading files: 256 KiB, so a large upload costs few steps through the
@@ -67,8 +69,34 @@ package struct RequestBodySource: Sendable {
         RequestBodySource(kind: .stream(OneShotByteStream(ErasedByteStream(bytes: sequence))), length: length)
     }
 
+    /// A sequence that yields the same bytes from the start each time it is iterated (a frozen body a
+    /// store reads back in chunks), sent as often as needed.
+    /// - Parameters:
+    ///   - sequence: The chunks; each iteration starts over.
+    ///   - length: The total, for `Content-Length`.
+    /// - Returns: A replayable source of known length.
+    static func replayable<Chunks: AsyncSequence & Sendable>(_ sequence: Chunks, length: Int64) -> RequestBodySource
+    where Chunks.Element == ByteBuffer {
+        RequestBodySource(kind: .replayable(ErasedByteStream(base: sequence)), length: length)
+    }
+
+    /// Whether the body is a file or a multipart form (read from files when sent), as opposed to bytes in
+    /// memory or a caller's stream.
+    package var isFileOrForm: Bool {
+        switch kind {
+        case .file, .multipart: true
+        case .data, .stream, .replayable: false
+        }
+    }
+
+    /// The bytes, for a source of bytes in memory.
+    package var bytes: Data? {
+        if case .data(let data) = kind { return data }
+        return nil
+    }
+
     /// Whether the body can be sent more than once (a redirect, a retry, freezing).
-    var isReplayable: Bool {
+    package var isReplayable: Bool {
         if case .stream = kind { return false }
         return true
     }
@@ -76,9 +104,9 @@ package struct RequestBodySource: Sendable {
     /// Measures what must be measured before sending: a file's size, a form's files and total. Call it
     /// before each exchange; the stream that follows holds files to the sizes measured here.
     /// - Throws: ``NetworkError/Code/fileUnavailable`` when a file is missing or is not a regular file.
-    mutating func prepare() async throws(NetworkError) {
+    package mutating func prepare() async throws(NetworkError) {
         switch kind {
-        case .data, .stream:
+        case .data, .stream, .replayable:
             return
         case .file(let url):
             let size = try await FileErrors.regularFileSize(url)
@@ -97,7 +125,7 @@ package struct RequestBodySource: Sendable {
     /// sequence the first time and, after that, a sequence that fails at once with
     /// ``NetworkError/Code/bodyNotReplayable``.
     /// - Returns: The chunks.
-    func makeStream() -> any AsyncSequence<ByteBuffer, any Error> & Sendable {
+    package func makeStream() -> any AsyncSequence<ByteBuffer, any Error> & Sendable {
         switch kind {
         case .data(let data):
             return ByteSegmentStream(segments: [.bytes(data)], chunkSize: chunkSize)
@@ -109,6 +137,8 @@ package struct RequestBodySource: Sendable {
             return ReadAhead(base: form.bodyStream(chunkSize: chunkSize))
         case .stream(let oneShot):
             return oneShot.take()
+        case .replayable(let stream):
+            return stream
         }
     }
 }
