@@ -25,9 +25,22 @@ extension PostgresOutboxStore {
     func notify(_ notice: Notice) {
         guard notices.withLockedValue({ $0.ask(notice) }) else { return }
         let channel = schema.channel
+        let timeout = timeout
         Task { [client, notices] in
             repeat {
-                _ = try? await client.query("SELECT pg_notify(\(channel), \(notice.rawValue))", logger: PostgresOutboxSchema.silent)
+                // Waited for at most the store's timeout: one sent on a connection that went silent (a
+                // failover) does not hold back the notices after it until TCP gives up.
+                let (sent, done) = AsyncStream.makeStream(of: Void.self)
+                Task {
+                    _ = try? await client.query("SELECT pg_notify(\(channel), \(notice.rawValue))", logger: PostgresOutboxSchema.silent)
+                    done.finish()
+                }
+                let deadline = Task {
+                    try? await Task.sleep(for: timeout)
+                    done.finish()
+                }
+                for await _ in sent {}
+                deadline.cancel()
             } while notices.withLockedValue({ $0.sent(notice) })
         }
     }
@@ -73,7 +86,7 @@ extension PostgresOutboxStore {
         }
     }
 
-    private func heard(_ notice: Notice) {
+    func heard(_ notice: Notice) {
         switch notice {
         case .due:
             listeners.wakeReplayers()
@@ -91,7 +104,16 @@ extension PostgresOutboxStore {
 
     /// Finishes the waiting operations whose rows another instance settled.
     func settle(_ ids: [String]) {
-        guard let found = try? blocking({ [self] in try await schema.rows(ids: ids, client: client, logger: logger) }) else { return }
+        guard let found = try? blocking({ [self] in try await schema.rows(ids: ids, client: client, logger: logger) }) else {
+            // Not read (the server away, or every place taken): looked at again shortly, or an operation
+            // whose row another instance settled meanwhile would wait for a notice that was already sent.
+            guard settleAgain.withLockedValue({ scheduled in defer { scheduled = true }; return !scheduled }) else { return }
+            work.asyncAfter(deadline: .now() + .seconds(1)) { [self] in
+                settleAgain.withLockedValue { $0 = false }
+                heard(.settled)
+            }
+            return
+        }
         listeners.settle(ids, found: found)
     }
 }

@@ -182,17 +182,25 @@ extension PostgresOutboxStore {
         guard renewing.withLockedValue({ $0.insert(id).inserted }) else { return true }
         let owner = owner
         let length = until - Date().timeIntervalSince1970
-        return (try? blocking { [self] in
-            defer { renewing.withLockedValue { _ = $0.remove(id) } }
-            var renewed = false
-            for try await _ in try await client.query("""
-                UPDATE \(unescaped: schema.table) SET lease_expires = \(unescaped: PostgresOutboxSchema.now) + \(length)
-                WHERE id = \(id) AND lease_owner = \(owner) RETURNING id
-                """, logger: PostgresOutboxSchema.silent) {
-                renewed = true
+        do {
+            return try blocking { [self] in
+                defer { renewing.withLockedValue { _ = $0.remove(id) } }
+                var renewed = false
+                for try await _ in try await client.query("""
+                    UPDATE \(unescaped: schema.table) SET lease_expires = \(unescaped: PostgresOutboxSchema.now) + \(length)
+                    WHERE id = \(id) AND lease_owner = \(owner) RETURNING id
+                    """, logger: PostgresOutboxSchema.silent) {
+                    renewed = true
+                }
+                return renewed
             }
-            return renewed
-        }) ?? false
+        } catch is StatementsRefused {
+            // Never started: the next renewal of the row is not to wait for this one.
+            renewing.withLockedValue { _ = $0.remove(id) }
+            return false
+        } catch {
+            return false
+        }
     }
 
     /// How soon an outcome that could not be recorded is tried again, at most.

@@ -35,14 +35,18 @@ final class PostgresOutboxStore: OutboxStore {
     let renewing = NIOLockedValueBox<Set<String>>([])
     /// When the last claim removed finished rows past their retention (seconds since 1970).
     let lastPurge = NIOLockedValueBox<Double>(0)
-    /// The statements the server has not answered and no caller waits for (``StalledStatementsStateMachine``).
-    let stalled = NIOLockedValueBox(StalledStatementsStateMachine(limit: PostgresOutboxStore.stalledLimit))
+    /// The store's statements on the server, awaited or stalled (``StalledStatementsStateMachine``).
+    let stalled = NIOLockedValueBox(StalledStatementsStateMachine(limit: PostgresOutboxStore.statementLimit))
+    /// Whether a look at settled rows that could not be read is scheduled again (one at a time).
+    let settleAgain = NIOLockedValueBox(false)
     /// The notifications on their way (``NoticeCoalescingStateMachine``).
     let notices = NIOLockedValueBox(NoticeCoalescingStateMachine<Notice>())
 
-    /// How many statements may wait on the server with no caller waiting for them, at most: past this, the
-    /// store refuses new ones at once rather than take more of the app's pooled connections.
-    static let stalledLimit = 4
+    /// How many of the store's statements may be on the server at once, awaited or stalled: so many of the
+    /// app's pooled connections at most, however long the server does not answer. (Outcome writes are not
+    /// counted: one per row at a time, each waited for until the server takes it, as is the listening
+    /// connection.)
+    static let statementLimit = 4
 
     private static let registry = NIOLockedValueBox<[String: PostgresOutboxStore]>([:])
 
@@ -110,11 +114,10 @@ final class PostgresOutboxStore: OutboxStore {
         afterwards: (@Sendable (_ outcome: Result<Value, any Error>, _ reported: Bool) -> Void)? = nil,
         _ body: @escaping @Sendable (_ isAbandoned: @escaping @Sendable () -> Bool) async throws -> Value
     ) throws -> Value {
-        guard stalled.withLockedValue({ $0.mayStart }) else {
-            throw NetworkError(
-                .outboxUnavailable,
-                "the PostgreSQL server has not answered \(Self.stalledLimit) earlier statements of the outbox \(schema.name) yet (is its table locked, or the server stalled?); none is sent until it does")
-        }
+        let wait = min(timeout, .seconds(86_400))
+        let (seconds, attoseconds) = wait.components
+        let deadline = DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        try takePlace(before: deadline)
         let result = NIOLockedValueBox<BlockingCall<Value>>(.waiting)
         let done = DispatchSemaphore(value: 0)
         let isAbandoned: @Sendable () -> Bool = { result.withLockedValue { if case .abandoned = $0 { true } else { false } } }
@@ -131,14 +134,13 @@ final class PostgresOutboxStore: OutboxStore {
                     return true
                 }
                 call = .finished(outcome)
+                stalled.withLockedValue { $0.answered() }
                 return false
             }
             afterwards?(outcome, !abandoned)
             done.signal()
         }
-        let wait = min(timeout, .seconds(86_400))
-        let (seconds, attoseconds) = wait.components
-        _ = done.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+        _ = done.wait(timeout: deadline)
         let outcome = result.withLockedValue { call -> Result<Value, any Error>? in
             guard case .finished(let outcome) = call else {
                 call = .abandoned
@@ -155,6 +157,30 @@ final class PostgresOutboxStore: OutboxStore {
         return try outcome.get()
     }
 
+    /// Takes a place among the statements on the server (``StalledStatementsStateMachine``), waiting for one
+    /// until `deadline` while they are being answered.
+    /// - Throws: ``StatementsRefused`` at once when every place is taken and the server is not answering some
+    ///   of them, or at `deadline`; the statement was never started.
+    private func takePlace(before deadline: DispatchTime) throws(StatementsRefused) {
+        while true {
+            switch stalled.withLockedValue({ $0.start() }) {
+            case .start:
+                return
+            case .refuse:
+                throw StatementsRefused(description:
+                    "the PostgreSQL server has not answered \(Self.statementLimit) statements of the outbox \(schema.name) on their way "
+                    + "(is its table locked, or the server stalled?); no more are sent until it does")
+            case .wait:
+                guard DispatchTime.now() < deadline else {
+                    throw StatementsRefused(description:
+                        "the outbox \(schema.name) already has \(Self.statementLimit) statements on their way to the PostgreSQL server, "
+                        + "and none finished within \(Self.seconds(timeout))")
+                }
+                usleep(2_000)
+            }
+        }
+    }
+
     /// ``blockingWrite(afterwards:_:)`` for bodies whose late outcome needs no repair (reads, and writes
     /// that are safe to make late).
     func blocking<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) throws -> Value {
@@ -163,7 +189,7 @@ final class PostgresOutboxStore: OutboxStore {
 
     /// Runs `repair` in a task of its own (never the cancelled one of the call it repairs) until it
     /// succeeds, waiting longer between tries up to 2 s, for as long as the process runs. Each try counts
-    /// as a stalled statement while it runs, and waits for a place when ``stalledLimit`` are.
+    /// as a stalled statement while it runs, and waits for a place when ``statementLimit`` are taken.
     func repairUntilDone(_ what: String, _ repair: @escaping @Sendable () async throws -> Void) {
         let logger = logger
         Task.detached(executorPreference: Self.executor) { [stalled] in
@@ -384,6 +410,11 @@ final class PostgresOutboxStore: OutboxStore {
             return count
         } ?? 0
     }
+}
+
+/// A statement the store did not start: every place was taken (``StalledStatementsStateMachine``).
+struct StatementsRefused: Error, CustomStringConvertible {
+    let description: String
 }
 
 /// Where a call of ``PostgresOutboxStore/blockingWrite(afterwards:_:)`` stands.

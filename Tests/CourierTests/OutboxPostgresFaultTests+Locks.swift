@@ -129,7 +129,7 @@ extension OutboxPostgresFaultTests {
             }
             let waiting = try await server.psql(
                 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
-            #expect((Int(waiting.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 99) <= PostgresOutboxStore.stalledLimit,
+            #expect((Int(waiting.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 99) <= PostgresOutboxStore.statementLimit,
                     "statements waiting on the lock: \(waiting)")
             // The lock is still held: the app's own query on the same client is answered.
             let answered = await Self.answers(within: .seconds(3)) {

@@ -4,29 +4,40 @@ import Testing
 /// The PostgreSQL outbox's bounds on what it leaves waiting on a server that does not answer, without a server.
 @Suite("Outbox on PostgreSQL: stalled statements and notifications (state machines)")
 struct StalledStatementsStateMachineTests {
-    @Test func statementsGivenUpOnAreCountedUntilTheyEndAndNewOnesAreRefusedPastTheLimit() {
+    @Test func atMostTheLimitIsOnTheServerWhoeverWaitsForIt() {
         var machine = StalledStatementsStateMachine(limit: 2)
-        #expect(machine.mayStart)
+        #expect(machine.start() == .start)
+        #expect(machine.start() == .start)
+        #expect(machine.start() == .wait, "both places taken by statements being answered: wait for one")
+        machine.answered()
+        #expect(machine.start() == .start, "an answered statement frees its place")
         machine.gaveUp()
-        #expect(machine.mayStart)
-        machine.gaveUp()
-        #expect(!machine.mayStart, "two statements wait on the server: a third is refused")
-        let refused = machine.startRepair()
-        #expect(!refused, "a repair waits for a place too")
-        machine.ended()
-        #expect(machine.mayStart && machine.stalled == 1)
+        #expect(machine.start() == .refuse, "every place taken and one stalled: the server is not answering")
+        let repair = machine.startRepair()
+        #expect(!repair, "a repair waits for a place too")
+        machine.answered()
+        #expect(machine.stalled == 1 && machine.awaited == 0)
         let started = machine.startRepair()
-        #expect(started, "a repair takes the place that came free")
-        #expect(!machine.mayStart, "and is counted while it runs")
+        #expect(started, "a repair takes a free place")
+        #expect(machine.start() == .refuse, "and counts as stalled while it runs")
         machine.ended()
         machine.ended()
         machine.ended()
-        #expect(machine.stalled == 0 && machine.mayStart, "never below zero")
+        #expect(machine.stalled == 0 && machine.awaited == 0, "never below zero")
+        #expect(machine.start() == .start)
+    }
+
+    @Test func callersArrivingTogetherCannotPassTheLimit() {
+        var machine = StalledStatementsStateMachine(limit: 4)
+        let decisions = (1...10).map { _ in machine.start() }
+        #expect(decisions.filter { $0 == .start }.count == 4, "\(decisions)")
+        for _ in 1...4 { machine.gaveUp() }
+        #expect(machine.stalled == 4 && machine.start() == .refuse, "ten callers giving up together leave four statements stalled")
     }
 
     @Test func aLimitBelowOneStillLetsOneStatementStart() {
-        let machine = StalledStatementsStateMachine(limit: 0)
-        #expect(machine.limit == 1 && machine.mayStart)
+        var machine = StalledStatementsStateMachine(limit: 0)
+        #expect(machine.limit == 1 && machine.start() == .start)
     }
 
     @Test func notificationsOfAKindAreSentOneAtATimeAndThoseAskedMeanwhileBecomeOne() {
