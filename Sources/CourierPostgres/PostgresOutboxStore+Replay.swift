@@ -225,8 +225,8 @@ extension PostgresOutboxStore {
 
     /// Runs `write` until the server takes it, renewing the row's lease while a try waits: an outcome lost
     /// here would let the lease lapse and the row be sent again. One try at a time (a try the server is
-    /// slow to answer is waited for, not abandoned and started again), so a stalled server never holds more
-    /// than one of the client's connections for it. The work queue waits meanwhile: the lane stays this
+    /// slow to answer is waited for, up to four timeouts, before another is made), so a stalled server
+    /// holds few of the client's connections for it. The work queue waits meanwhile: the lane stays this
     /// instance's until its outcome is known; the other rows' replays keep their leases renewed.
     private func untilRecorded(id: String, _ write: @escaping @Sendable () async throws -> Void) {
         var failures = 0
@@ -242,10 +242,21 @@ extension PostgresOutboxStore {
                 done.signal()
             }
             let slice = min(Self.interval(timeout), 5)
+            // A try that has not ended after four timeouts (at least 20 s) is left and another made: a request
+            // the client took while the server restarted was seen never to end, and waiting for it held the
+            // lane, and the work queue, forever. A late end of the left try changes nothing the next one does
+            // not (an outcome is written where none is yet; a retry only while the lease is this instance's).
+            let patience = DispatchTime.now() + max(20, 4 * Self.interval(timeout))
+            var ended = true
             while done.wait(timeout: .now() + slice) == .timedOut {
                 logger.warning("courier outbox outcome not recorded yet; waiting for the server", metadata: ["courier-outbox-id": "\(id)"])
                 renewLease(id: id, until: Date().timeIntervalSince1970 + 30)
+                if DispatchTime.now() > patience {
+                    ended = false
+                    break
+                }
             }
+            if !ended { failure.withLockedValue { $0 = NetworkError(.outboxUnavailable, "the server did not answer the outcome") } }
             guard let error = failure.withLockedValue({ $0 }) else { return }
             failures += 1
             logger.warning("courier outbox outcome not recorded yet; trying again", metadata: [

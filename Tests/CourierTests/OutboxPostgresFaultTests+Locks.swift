@@ -12,13 +12,35 @@ extension OutboxPostgresFaultTests {
     /// Holds a row's lock in another session (as a slow transaction of the app would) for `seconds`;
     /// returns once the lock is held.
     static func lockRow(_ server: PostgresServer, table: String, urlEnding path: String, seconds: Int) async throws -> Task<String, any Error> {
-        let lock = Task {
-            try await server.psql("BEGIN; SELECT 1 FROM \"\(table)\" WHERE url LIKE '%\(path)' FOR UPDATE; SELECT pg_sleep(\(seconds)); COMMIT;")
-        }
+        try await hold(server, "SELECT 1 FROM \"\(table)\" WHERE url LIKE '%\(path)' FOR UPDATE", seconds: seconds)
+    }
+
+    /// Holds the whole table locked in another session (a migration of the app's, a stuck transaction) for
+    /// `seconds`; returns once the lock is held.
+    static func lockTable(_ server: PostgresServer, _ table: String = "courier_outbox_orders", seconds: Int) async throws -> Task<String, any Error> {
+        try await hold(server, "LOCK TABLE \"\(table)\" IN ACCESS EXCLUSIVE MODE", seconds: seconds)
+    }
+
+    /// Runs `lock` in a transaction of another session that then sleeps `seconds`; returns once it sleeps.
+    private static func hold(_ server: PostgresServer, _ lock: String, seconds: Int) async throws -> Task<String, any Error> {
+        let task = Task { try await server.psql("BEGIN; \(lock); SELECT pg_sleep(\(seconds)); COMMIT;") }
         #expect(await Self.settles {
             (try? await server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(\(seconds))%' AND state = 'active' AND pid <> pg_backend_pid()")) == "1\n"
         })
-        return lock
+        return task
+    }
+
+    /// How many statements wait for a lock on the server, the app's own aside.
+    static func statementsWaitingOnLocks(_ server: PostgresServer) async throws -> Int {
+        Int(try await server.psql("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    /// Whether the app's own query on `client` is answered within 3 s (a connection was free for it).
+    static func appQueryAnswered(_ client: PostgresClient) async -> Bool {
+        await answers(within: .seconds(3)) {
+            for try await _ in try await client.query("SELECT 1", logger: Logger(label: "test")) {}
+        }
     }
 
     /// Row x's outcome waits for a lock the app holds for 6 s; row y's answer arrives meanwhile. y's lease
@@ -116,26 +138,16 @@ extension OutboxPostgresFaultTests {
                 timeout: .seconds(1), connections: 8)
             defer { running.cancel() }
             _ = await offThePool { engine.outbox?.entries.count }   // opened: its table exists
-            let lock = Task {
-                try await server.psql("BEGIN; LOCK TABLE \"courier_outbox_orders\" IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(12); COMMIT;")
-            }
-            #expect(await Self.settles {
-                (try? await server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(12)%' AND state = 'active' AND pid <> pg_backend_pid()")) == "1\n"
-            })
+            let lock = try await Self.lockTable(server, seconds: 12)
             let operations = (1...12).map { OutboxPostgresTests.freeze(engine, "orders/\($0)") }
             for operation in operations {
                 let code = await failure(of: operation)?.code
                 #expect(code == .outboxUnavailable, "not frozen: \(operation.state)")
             }
-            let waiting = try await server.psql(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
-            #expect((Int(waiting.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 99) <= PostgresOutboxStore.statementLimit,
-                    "statements waiting on the lock: \(waiting)")
+            let waiting = try await Self.statementsWaitingOnLocks(server)
+            #expect((0...PostgresOutboxStore.statementLimit).contains(waiting), "statements waiting on the lock: \(waiting)")
             // The lock is still held: the app's own query on the same client is answered.
-            let answered = await Self.answers(within: .seconds(3)) {
-                for try await _ in try await client.query("SELECT 1", logger: Logger(label: "test")) {}
-            }
-            #expect(answered, "the app's query found a connection while the table was locked")
+            #expect(await Self.appQueryAnswered(client), "the app's query found a connection while the table was locked")
             _ = try await lock.value
             #expect(await Self.settles { (try? await server.psql("SELECT count(*) FROM \"courier_outbox_orders\"")) == "0\n" },
                     "what the stalled freezes wrote was removed")

@@ -29,12 +29,7 @@ extension OutboxPostgresFaultTests {
             reachA.setStatus(.reachable(via: .wired))
             #expect(await eventually { seen.all.count == 1 })
             try await Task.sleep(for: .milliseconds(300))
-            let lock = Task {
-                try await server.psql("BEGIN; LOCK TABLE \"courier_outbox_orders\" IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;")
-            }
-            #expect(await Self.settles {
-                (try? await server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2)%' AND state = 'active' AND pid <> pg_backend_pid()")) == "1\n"
-            })
+            let lock = try await Self.lockTable(server, seconds: 2)
             await withTaskGroup(of: Int.self) { group in
                 for _ in 0..<6 { group.addTask { await offThePool { a.outbox?.entries.count ?? -1 } } }
             }
@@ -63,25 +58,15 @@ extension OutboxPostgresFaultTests {
                 timeout: .seconds(1), connections: 8)
             defer { running.cancel() }
             _ = await offThePool { engine.outbox?.entries.count }
-            let lock = Task {
-                try await server.psql("BEGIN; LOCK TABLE \"courier_outbox_orders\" IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(10); COMMIT;")
-            }
-            #expect(await Self.settles {
-                (try? await server.psql("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(10)%' AND state = 'active' AND pid <> pg_backend_pid()")) == "1\n"
-            })
+            let lock = try await Self.lockTable(server, seconds: 10)
             let started = ContinuousClock.now
             await withTaskGroup(of: Int.self) { group in
                 for _ in 0..<10 { group.addTask { await offThePool { engine.outbox?.entries.count ?? -1 } } }
             }
             #expect(ContinuousClock.now - started < .seconds(5), "every read gave up within its timeout, or at once")
-            let waiting = try await server.psql(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
-            #expect((Int(waiting.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 99) <= PostgresOutboxStore.statementLimit,
-                    "statements left waiting on the lock: \(waiting)")
-            let answered = await Self.answers(within: .seconds(3)) {
-                for try await _ in try await client.query("SELECT 1", logger: Logger(label: "test")) {}
-            }
-            #expect(answered, "the app's own query found a connection")
+            let waiting = try await Self.statementsWaitingOnLocks(server)
+            #expect((0...PostgresOutboxStore.statementLimit).contains(waiting), "statements left waiting on the lock: \(waiting)")
+            #expect(await Self.appQueryAnswered(client), "the app's own query found a connection")
             _ = try await lock.value
         }
     }
