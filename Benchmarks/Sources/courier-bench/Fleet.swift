@@ -110,7 +110,7 @@ enum Fleet {
             try await freezeTemplate(rows: rows, server: server, origin: origin)
             _ = try await server.psql("CREATE TABLE bench_replay_template AS SELECT * FROM \(table)")
         }
-        _ = try await server.psql("TRUNCATE \(table); INSERT INTO \(table) SELECT * FROM bench_replay_template")
+        _ = try await server.psql("TRUNCATE \(table) CASCADE; INSERT INTO \(table) SELECT * FROM bench_replay_template")
         origin.resetStatistics()
         let started = Machine.now
         let processes = try (0..<instances).map { _ in
