@@ -186,9 +186,11 @@ struct PostgresOutboxSchema: Sendable {
     /// Commits a row whose body is `chunks` (a file's or a form's bytes, `length` of them) with its body in
     /// one transaction, leased to `owner` for `hold` seconds: one chunk in memory at a time. A body that
     /// turns out longer or shorter than `length` (its file changed meanwhile) commits nothing.
+    /// `progress` is called after each chunk the server took.
     func insert(
         _ record: OutboxRecord, chunks: some AsyncSequence<ByteBuffer, any Error> & Sendable, length: Int64,
-        heldBy owner: String, for hold: Double, client: PostgresClient
+        heldBy owner: String, for hold: Double, client: PostgresClient,
+        progress: @escaping @Sendable () -> Void = {}
     ) async throws {
         var record = record
         record.body = nil
@@ -203,6 +205,7 @@ struct PostgresOutboxSchema: Sendable {
                     "INSERT INTO \(unescaped: bodies) (id, part, chunk) VALUES (\(row.id), \(part), \(pending))", logger: Self.silent)
                 part += 1
                 pending.clear()
+                progress()
             }
             for try await buffer in chunks {
                 written += Int64(buffer.readableBytes)

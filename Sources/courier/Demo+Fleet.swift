@@ -76,6 +76,7 @@ extension Demo {
             say("   the partner saw \(counts.count) Idempotency-Keys, \(once ? "each exactly once" : "NOT each once: \(counts)"), "
                 + "\(signed ? "each with B's token" : "SOME WITHOUT THE TOKEN"); the token is \(dump.contains("partner-token") ? "IN" : "not in") the table\n")
             try await partner.shutdown()
+            withExtendedLifetime(b) {}   // B's engine replays: alive until the end of the scene
         }
     }
 }

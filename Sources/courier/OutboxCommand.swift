@@ -124,7 +124,7 @@ struct OutboxCommand: AsyncParsableCommand {
         @Argument(help: "The id, as 'courier outbox list' prints it.") var id: String
 
         func run() async throws {
-            guard await try options.open().drop(id) else {
+            guard try await options.open().drop(id) else {
                 throw CLIFailure(exitCode: 1, message: "no frozen request with id \(id) (or another instance is sending it now)")
             }
             print("dropped \(id)")
@@ -136,7 +136,7 @@ struct OutboxCommand: AsyncParsableCommand {
         @OptionGroup var options: DataDirectoryOption
 
         func run() async throws {
-            print("cleared \(await try options.open().clear()) frozen request(s)")
+            print("cleared \(try await options.open().clear()) frozen request(s)")
         }
     }
 

@@ -144,6 +144,46 @@ struct MultipartFormTests {
         }
     }
 
+    /// A path swapped for a FIFO after the form was measured fails at once: opening a FIFO for reading
+    /// would wait for a writer forever, holding a thread of the pool (and, for a freeze, a transaction).
+    @Test(.timeLimit(.minutes(1))) func aFileSwappedForAFIFOAfterTheLengthFailsTheStreamAtOnce() async throws {
+        try await Support.withTemporaryDirectory { folder in
+            let file = folder.appendingPathComponent("swapped.bin")
+            try Data(repeating: 1, count: 1000).write(to: file)
+            var form = MultipartForm()
+            form.addFile(file, name: "f")
+            _ = try await form.contentLength()
+            let fifo = folder.appendingPathComponent("fifo").path
+            #expect(mkfifo(fifo, 0o600) == 0)
+            #expect(rename(fifo, file.path) == 0)
+            let started = ContinuousClock.now
+            let error = await #expect(throws: NetworkError.self) { _ = try await Support.collect(form.bodyStream()) }
+            #expect(error?.code == .fileUnavailable)
+            #expect(error?.message.contains("not a regular file") == true, "\(String(describing: error))")
+            #expect(ContinuousClock.now - started < .seconds(10))
+            // The pool's threads are free: a regular file still streams.
+            let other = folder.appendingPathComponent("other.bin")
+            try Data(repeating: 3, count: 100_000).write(to: other)
+            let body = try await Support.collect(any: RequestBodySource.file(other).makeStream())
+            #expect(body.count == 100_000)
+        }
+    }
+
+    @Test func aSymbolicLinkToAFileIsReadThroughAsWhenItWasMeasured() async throws {
+        try await Support.withTemporaryDirectory { folder in
+            let file = folder.appendingPathComponent("target.bin")
+            try Data(repeating: 7, count: 70_000).write(to: file)
+            let link = folder.appendingPathComponent("link.bin")
+            try FileManager.default.createSymbolicLink(at: link, withDestinationURL: file)
+            var form = MultipartForm(boundary: "b")
+            form.addFile(link, name: "f")
+            let length = try await form.contentLength()
+            let body = try await Support.collect(form.bodyStream()).bytes
+            #expect(Int64(body.count) == length)
+            #expect(body.filter { $0 == 7 }.count == 70_000)
+        }
+    }
+
     @Test func aFileTruncatedWhileStreamingFailsTheStream() async throws {
         try await Support.withTemporaryDirectory { folder in
             let file = folder.appendingPathComponent("shrinks.bin")

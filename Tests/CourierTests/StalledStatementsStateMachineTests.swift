@@ -5,39 +5,51 @@ import Testing
 @Suite("Outbox on PostgreSQL: stalled statements and notifications (state machines)")
 struct StalledStatementsStateMachineTests {
     @Test func atMostTheLimitIsOnTheServerWhoeverWaitsForIt() {
-        var machine = StalledStatementsStateMachine(limit: 2)
-        #expect(machine.start() == .start)
-        #expect(machine.start() == .start)
-        #expect(machine.start() == .wait, "both places taken by statements being answered: wait for one")
+        var machine = StalledStatementsStateMachine(limit: 2, patience: 5)
+        #expect(machine.start(now: 0) == .start)
+        #expect(machine.start(now: 0) == .start)
+        #expect(machine.start(now: 0) == .wait, "both places taken by statements being answered: wait for one")
         machine.answered()
-        #expect(machine.start() == .start, "an answered statement frees its place")
+        #expect(machine.start(now: 0) == .start, "an answered statement frees its place")
         machine.gaveUp()
-        #expect(machine.start() == .refuse, "every place taken and one stalled: the server is not answering")
-        let repair = machine.startRepair()
-        #expect(!repair, "a repair waits for a place too")
+        #expect(machine.start(now: 0) == .refuse, "every place taken and one stalled: the server is not answering")
+        #expect(machine.startRepair(now: 0) == nil, "a repair waits for a place too")
         machine.answered()
         #expect(machine.stalled == 1 && machine.awaited == 0)
-        let started = machine.startRepair()
-        #expect(started, "a repair takes a free place")
-        #expect(machine.start() == .refuse, "and counts as stalled while it runs")
-        machine.ended()
+        let ticket = machine.startRepair(now: 0)
+        #expect(ticket != nil, "a repair takes a free place")
         machine.ended()
         machine.ended()
         #expect(machine.stalled == 0 && machine.awaited == 0, "never below zero")
-        #expect(machine.start() == .start)
+        if let ticket { machine.repairEnded(ticket) }
+        #expect(machine.repairing == 0)
+        #expect(machine.start(now: 0) == .start)
+    }
+
+    @Test func aRunningRepairMakesCallersWaitAndRefusesThemOnlyOnceItRanPastThePatience() {
+        var machine = StalledStatementsStateMachine(limit: 2, patience: 5)
+        let first = machine.startRepair(now: 10), second = machine.startRepair(now: 11)
+        #expect(first != nil && second != nil && first != second)
+        #expect(machine.start(now: 12) == .wait, "repairs being answered are not a stalled server: wait")
+        #expect(machine.start(now: 15) == .refuse, "a repair running for the whole patience is stalled")
+        if let first { machine.repairEnded(first) }
+        #expect(machine.start(now: 15) == .start, "its place is free once it ends")
+        #expect(machine.start(now: 16) == .refuse, "the other has now run past the patience too")
+        if let second { machine.repairEnded(second) }
+        #expect(machine.repairing == 0 && machine.awaited == 1)
     }
 
     @Test func callersArrivingTogetherCannotPassTheLimit() {
-        var machine = StalledStatementsStateMachine(limit: 4)
-        let decisions = (1...10).map { _ in machine.start() }
+        var machine = StalledStatementsStateMachine(limit: 4, patience: 5)
+        let decisions = (1...10).map { _ in machine.start(now: 0) }
         #expect(decisions.filter { $0 == .start }.count == 4, "\(decisions)")
         for _ in 1...4 { machine.gaveUp() }
-        #expect(machine.stalled == 4 && machine.start() == .refuse, "ten callers giving up together leave four statements stalled")
+        #expect(machine.stalled == 4 && machine.start(now: 0) == .refuse, "ten callers giving up together leave four statements stalled")
     }
 
     @Test func aLimitBelowOneStillLetsOneStatementStart() {
-        var machine = StalledStatementsStateMachine(limit: 0)
-        #expect(machine.limit == 1 && machine.start() == .start)
+        var machine = StalledStatementsStateMachine(limit: 0, patience: 5)
+        #expect(machine.limit == 1 && machine.start(now: 0) == .start)
     }
 
     @Test func notificationsOfAKindAreSentOneAtATimeAndThoseAskedMeanwhileBecomeOne() {

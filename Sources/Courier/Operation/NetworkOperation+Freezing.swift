@@ -266,7 +266,7 @@ extension NetworkOperation {
         let body: RequestBody?
         if let database {
             body = database.requestBody(of: record)
-        } else if record.frozenBody != nil {
+        } else if record.frozenBody != nil || record.chunkedBodyLength != nil {
             // Never sent without the body it was frozen with.
             body = RequestBody(storage: .invalid(NetworkError(.outboxUnavailable, "the outbox holding the frozen body cannot be opened")), contentType: nil)
         } else {

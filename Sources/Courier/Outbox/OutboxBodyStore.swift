@@ -153,8 +153,8 @@ struct OutboxBodyStore: Sendable {
 
     /// Streams one file into its copy, `chunkSize` bytes at a time, and syncs it; returns its size.
     private func copyFile(_ source: URL, to target: URL, budget: inout Int64, limit: Int) throws(NetworkError) -> Int64 {
-        let input = open(source.path, O_RDONLY | O_CLOEXEC)
-        guard input >= 0 else { throw Self.sourceError(source, "opened", errno) }
+        // Never waits for a FIFO's writer: a path swapped after it was measured is refused, not blocked on.
+        let input = try UploadFile.openRegularFile(source.path).get().0
         defer { close(input) }
         let output = open(target.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard output >= 0 else { throw outboxError("created", target, errno) }

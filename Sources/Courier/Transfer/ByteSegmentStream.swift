@@ -17,7 +17,8 @@ import NIOFileSystem
 /// `Content-Length` promised to the server cannot be kept. A file that grew after it was measured is
 /// not an error: its first `expectedSize` bytes are sent, whole, and the request succeeds or fails on
 /// its own (a log file being appended to is uploaded as it was when measured). A file that cannot be
-/// opened (it disappeared, or may not be read) fails like one that shrank.
+/// opened (it disappeared, or may not be read) fails like one that shrank, and so does a path that no
+/// longer names a regular file (swapped for a FIFO, which would otherwise wait for a writer forever).
 struct ByteSegmentStream: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     typealias Failure = any Error
@@ -57,7 +58,7 @@ struct ByteSegmentStream: AsyncSequence, Sendable {
         private var index = 0
         /// The position in the current segment.
         private var offset: Int64 = 0
-        private var file: OpenFile?
+        private var file: UploadFile?
         private var isFinished = false
 
         fileprivate init(segments: [Segment], chunkSize: Int) {
@@ -71,7 +72,7 @@ struct ByteSegmentStream: AsyncSequence, Sendable {
                 return try await produce()
             } catch {
                 isFinished = true
-                if let file { try? await file.close() }   // closes even in a cancelled task
+                if let file { await file.close() }   // closes even in a cancelled task
                 file = nil
                 throw error
             }
@@ -112,16 +113,16 @@ struct ByteSegmentStream: AsyncSequence, Sendable {
 
         /// The next chunk of the file, or `nil` once all of it went (and it was closed).
         private mutating func readFile(_ url: URL, expectedSize: Int64?) async throws -> ByteBuffer? {
-            let open: OpenFile
+            let open: UploadFile
             if let file {
                 open = file
             } else {
-                open = try await OpenFile.open(url, expectedSize: expectedSize)
+                open = try await UploadFile.open(url, expectedSize: expectedSize)
                 file = open
             }
             let remaining = open.size - offset
             if remaining > 0 {
-                let chunk = try await open.read(at: offset, length: Swift.min(Int64(chunkSize), remaining))
+                let chunk = try await open.read(at: offset, length: Int(Swift.min(Int64(chunkSize), remaining)))
                 guard chunk.readableBytes > 0 else {
                     throw NetworkError(
                         .fileUnavailable,
@@ -133,66 +134,9 @@ struct ByteSegmentStream: AsyncSequence, Sendable {
             // Every declared byte went: bytes appended since the file was measured are not part of this
             // request (the request was delivered whole; failing it now would make a retry send it twice).
             file = nil
-            try await open.close()
+            await open.close()
             return nil
         }
-    }
-}
-
-/// A file open for reading while its segment streams; closed when the segment ends or fails, and by
-/// `deinit` (on a task: closing is I/O) when the stream is abandoned half-way, since NIOFileSystem
-/// traps on a handle dropped open.
-private final class OpenFile {
-    let url: URL
-    let handle: ReadFileHandle
-    /// The bytes the file must yield.
-    let size: Int64
-    private var isClosed = false
-
-    private init(url: URL, handle: ReadFileHandle, size: Int64) {
-        self.url = url
-        self.handle = handle
-        self.size = size
-    }
-
-    static func open(_ url: URL, expectedSize: Int64?) async throws -> OpenFile {
-        let handle: ReadFileHandle
-        do {
-            handle = try await FileSystem.shared.openFile(forReadingAt: FilePath(url.path))
-        } catch {
-            throw FileErrors.unavailable(url, doing: "opened", error)
-        }
-        if let expectedSize { return OpenFile(url: url, handle: handle, size: expectedSize) }
-        do {
-            let info = try await handle.info()
-            return OpenFile(url: url, handle: handle, size: info.size)
-        } catch {
-            await uncancelled { try? await handle.close() }
-            throw FileErrors.unavailable(url, doing: "measured", error)
-        }
-    }
-
-    func read(at offset: Int64, length: Int64) async throws -> ByteBuffer {
-        do {
-            return try await handle.readChunk(fromAbsoluteOffset: offset, length: .bytes(length))
-        } catch {
-            throw FileErrors.unavailable(url, doing: "read", error)
-        }
-    }
-
-    func close() async throws {
-        guard !isClosed else { return }
-        isClosed = true
-        let handle = handle
-        try await uncancelled { () -> Result<Void, any Error> in
-            do { return .success(try await handle.close()) } catch { return .failure(error) }
-        }.get()
-    }
-
-    deinit {
-        guard !isClosed else { return }
-        let handle = handle
-        Task { try? await handle.close() }
     }
 }
 

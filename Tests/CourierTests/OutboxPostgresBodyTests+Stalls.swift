@@ -1,0 +1,86 @@
+import CourierTestServer
+import Foundation
+import PostgresNIO
+import Testing
+@testable import Courier
+@testable import CourierPostgres
+
+/// A frozen body whose file changes kind while it is written: nothing is left open on the server.
+extension OutboxPostgresBodyTests {
+    static func bodyInsertsRunning(_ server: PostgresServer) async -> Bool {
+        let out = (try? await server.psql("""
+            SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE 'INSERT INTO "courier_outbox_uploads$bodies"%'
+            """)) ?? ""
+        return (Int(out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0
+    }
+
+    static func idleTransactions(_ server: PostgresServer) async throws -> Int {
+        Int(try await server.psql(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'"
+        ).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    /// A form's small file swapped for a FIFO while its large file is being written (after the form was
+    /// measured), five times: each freeze fails at once with `fileUnavailable`, no transaction is left
+    /// open, and the outbox takes the next freeze (a FIFO opened for reading waited for a writer forever:
+    /// each freeze then held a statement place and a transaction, and after four the outbox refused all).
+    @Test(.timeLimit(.minutes(4))) func aFileSwappedForAFIFOWhileFrozenFailsTheFreezeAndHoldsNothing() async throws {
+        try await OutboxPostgresTests.withServer { server in
+            let origin = try await TestServer.start()
+            let folder = try Self.sources()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let client = server.makeClient()
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            let engine = NetworkEngine(baseURL: origin.baseURL, configuration: .init {
+                $0.reachability = ManualReachability(.unreachable)
+                $0.outbox = .postgres(client: client, name: "uploads", timeout: .seconds(4))
+                $0.maximumFrozenBodySize = 200 * 1024 * 1024
+            }, queue: NetworkQueue())
+            let big = folder.appendingPathComponent("big.bin")
+            try Data(count: 40_000_000).write(to: big)
+            for round in 0..<5 {
+                let small = folder.appendingPathComponent("small\(round).bin")
+                try Data("hello".utf8).write(to: small)
+                var form = MultipartForm()
+                form.addFile(big, name: "big")
+                form.addFile(small, name: "small")
+                let op = engine.operation(path: "echo", method: .post, body: .multipart(form))
+                op.isFreezable = true
+                engine.enqueue(op)
+                let writing = await Self.until(.seconds(20)) { await Self.bodyInsertsRunning(server) }
+                #expect(writing, "round \(round): the big file's chunks are being written")
+                let fifo = folder.appendingPathComponent("fifo\(round)").path
+                #expect(mkfifo(fifo, 0o600) == 0)
+                #expect(rename(fifo, small.path) == 0)
+                let started = ContinuousClock.now
+                let ended = await eventually(timeout: .seconds(30)) { op.isFinished || op.state == .frozen }
+                #expect(ended && op.isFinished, "round \(round): \(op.state)")
+                let error = await failure(of: op)
+                #expect(error?.code == .fileUnavailable, "round \(round): \(String(describing: error))")
+                #expect(ContinuousClock.now - started < .seconds(3.5), "round \(round): failed at once, not at the timeout")
+                let unblock = open(small.path, O_WRONLY | O_NONBLOCK)   // nothing should be reading it: no reader, ENXIO
+                #expect(unblock < 0, "round \(round): nothing holds the FIFO open for reading")
+                if unblock >= 0 { close(unblock) }
+            }
+            let settled = await Self.until(.seconds(10)) { (try? await Self.idleTransactions(server)) == 0 }
+            #expect(settled, "no transaction is left open on the server")
+            let later = await Self.freeze(engine, .data(Data("x".utf8)))
+            let laterError = later.isFinished ? await failure(of: later) : nil
+            #expect(later.state == .frozen, "the outbox takes the next freeze: \(String(describing: laterError))")
+            #expect(try await Self.chunks(server) == 0, "nothing of the failed freezes was kept")
+            #expect(try await server.psql("SELECT count(*) FROM \"courier_outbox_uploads\"") == "1\n")
+            try await origin.shutdown()
+        }
+    }
+
+    /// Polls an asynchronous condition every 20 ms until it holds or `timeout` passes.
+    static func until(_ timeout: Duration, _ condition: () async -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return await condition()
+    }
+}
