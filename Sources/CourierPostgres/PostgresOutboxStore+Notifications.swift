@@ -1,5 +1,6 @@
 import Courier
 import Foundation
+import NIOConcurrencyHelpers
 import PostgresNIO
 
 // Instances tell each other through `LISTEN`/`NOTIFY` on the outbox's channel: a row committed or made
@@ -21,19 +22,33 @@ extension PostgresOutboxStore {
 
     /// Tells every instance (this one included, through its own listening connection). One notification
     /// of a kind at a time, and one more after it when more were asked for meanwhile: a stalled server
-    /// never collects one of the app's connections per outcome (``NoticeCoalescingStateMachine``).
+    /// never collects one of the app's connections per outcome (``NoticeCoalescingStateMachine``). One that
+    /// fails (the server away) is asked for again a second later, so other instances are not left waiting
+    /// for a notice that never went.
     func notify(_ notice: Notice) {
         guard notices.withLockedValue({ $0.ask(notice) }) else { return }
         let channel = schema.channel
         let timeout = timeout
-        Task { [client, notices] in
+        Task { [client, notices, weak self] in
             repeat {
+                // Not while two of its kind, given up on, still hold connections of a silent server.
+                while !notices.withLockedValue({ $0.maySend(notice) }) { try? await Task.sleep(for: .milliseconds(100)) }
                 // Waited for at most the store's timeout: one sent on a connection that went silent (a
                 // failover) does not hold back the notices after it until TCP gives up.
+                let outcome = NIOLockedValueBox<(answered: Bool, gaveUp: Bool)>((false, false))
                 let (sent, done) = AsyncStream.makeStream(of: Void.self)
                 Task {
-                    _ = try? await client.query("SELECT pg_notify(\(channel), \(notice.rawValue))", logger: PostgresOutboxSchema.silent)
+                    let delivered = (try? await client.query("SELECT pg_notify(\(channel), \(notice.rawValue))", logger: PostgresOutboxSchema.silent)) != nil
+                    let gaveUp = outcome.withLockedValue { state in
+                        state.answered = true
+                        return state.gaveUp
+                    }
+                    if gaveUp { notices.withLockedValue { $0.endedAfterGivingUp(notice) } }
                     done.finish()
+                    if !delivered {
+                        try? await Task.sleep(for: .seconds(1))
+                        self?.notify(notice)
+                    }
                 }
                 let deadline = Task {
                     try? await Task.sleep(for: timeout)
@@ -41,6 +56,11 @@ extension PostgresOutboxStore {
                 }
                 for await _ in sent {}
                 deadline.cancel()
+                let late = outcome.withLockedValue { state in
+                    state.gaveUp = !state.answered
+                    return state.gaveUp
+                }
+                if late { notices.withLockedValue { $0.gaveUp(notice) } }
             } while notices.withLockedValue({ $0.sent(notice) })
         }
     }

@@ -68,4 +68,21 @@ struct StalledStatementsStateMachineTests {
         let settledAgain = machine.sent("settled")
         #expect(!settledAgain)
     }
+
+    @Test func notificationsGivenUpOnHoldBackTheNextOfTheirKindOnlyPastTheBound() {
+        var machine = NoticeCoalescingStateMachine<String>()
+        #expect(machine.maySend("due"))
+        machine.gaveUp("due")
+        #expect(machine.maySend("due"), "one left on a silent connection does not hold back the next")
+        machine.gaveUp("due")
+        #expect(!machine.maySend("due"), "two still on the server: the next waits")
+        #expect(machine.maySend("settled"), "another kind is not held back")
+        machine.endedAfterGivingUp("due")
+        #expect(machine.maySend("due"), "one of them ended: the next goes")
+        machine.endedAfterGivingUp("due")
+        machine.endedAfterGivingUp("due")
+        machine.gaveUp("due")
+        machine.gaveUp("due")
+        #expect(!machine.maySend("due"), "never below zero: two given up on after it still hold it back")
+    }
 }
