@@ -34,19 +34,26 @@ struct PostgresBodyChunks: AsyncSequence, Sendable {
             return chunk
         }
 
-        /// Chunk `part`, or `nil` past the last, waited for at most the timeout.
+        /// Chunk `part`, or `nil` past the last, waited for at most the timeout (a query that ignores its
+        /// cancellation is left behind, not waited for).
         private func read(part: Int) async throws -> ByteBuffer? {
-            let (chunks, timeout) = (chunks, chunks.timeout)
-            return try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
-                group.addTask { try await chunks.schema.chunk(id: chunks.id, part: part, client: chunks.client) }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    throw NetworkError(
-                        .outboxUnavailable,
-                        "the PostgreSQL server did not return part \(part) of the frozen body within \(PostgresOutboxStore.seconds(timeout))")
+            let chunks = chunks
+            let outcome = await BoundedWait<Result<ByteBuffer?, any Error>>.run(until: .now + chunks.timeout) {
+                do {
+                    return .success(try await chunks.schema.chunk(id: chunks.id, part: part, client: chunks.client))
+                } catch {
+                    return .failure(error)
                 }
-                defer { group.cancelAll() }
-                return try await group.next() ?? nil
+            }
+            switch outcome {
+            case .value(let result):
+                return try result.get()
+            case .timedOut:
+                throw NetworkError(
+                    .outboxUnavailable,
+                    "the PostgreSQL server did not return part \(part) of the frozen body within \(PostgresOutboxStore.seconds(chunks.timeout))")
+            case .cancelled:
+                throw CancellationError()
             }
         }
     }

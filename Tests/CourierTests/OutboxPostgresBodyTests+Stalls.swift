@@ -74,6 +74,38 @@ extension OutboxPostgresBodyTests {
         }
     }
 
+    /// The chunks' table locked by the app while an instance replays a frozen file: each chunk read waits
+    /// at most the outbox's timeout, so the try fails (typed, counted) and is made again, and once the
+    /// lock goes the file is delivered whole, once. (Unbounded, the replay sat on the lock, holding its lane.)
+    @Test(.timeLimit(.minutes(4))) func aChunkTheServerDoesNotReturnFailsTheTryAndTheFileIsSentLater() async throws {
+        try await OutboxPostgresTests.withServer { server in
+            let origin = try await TestServer.start()
+            let folder = try Self.sources()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let reachability = ManualReachability(.unreachable)
+            let (engine, running) = Self.instance(server, origin: origin, reachability: reachability, timeout: .seconds(2))
+            defer { running.cancel() }
+            let file = folder.appendingPathComponent("report.bin")
+            try OutboxFileBodyTests.pattern(300_000).write(to: file)
+            let op = await Self.freeze(engine, .file(file))
+            #expect(op.state == .frozen)
+            let lock = try await OutboxPostgresFaultTests.lockTable(server, "courier_outbox_uploads$bodies", seconds: 7)
+            reachability.setStatus(.reachable(via: .wired))
+            let failedOnce = await Self.until(.seconds(20)) {
+                let out = (try? await server.psql("SELECT attempts FROM \"courier_outbox_uploads\" WHERE last_error LIKE '%did not return part%'")) ?? ""
+                return (Int(out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 1
+            }
+            #expect(failedOnce, "a try failed on the chunk the server did not return, while the table was locked")
+            _ = try await lock.value
+            #expect(try await op.response().statusCode == 200)
+            let sent = origin.recordedRequests.filter { $0.path == "/echo" && $0.body.count == 300_000 }
+            #expect(sent.count == 1, "delivered whole, once: \(origin.recordedRequests.map(\.body.count))")
+            let same = sent.first.map { Data($0.body) == OutboxFileBodyTests.pattern(300_000) } ?? false
+            #expect(same)
+            try await origin.shutdown()
+        }
+    }
+
     /// Polls an asynchronous condition every 20 ms until it holds or `timeout` passes.
     static func until(_ timeout: Duration, _ condition: () async -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout

@@ -7,9 +7,9 @@ import NIOPosix
 /// when the wait ends first, that task is cancelled and not waited for, so work that ignores
 /// cancellation cannot hold the caller. The deadline is a task scheduled on an event loop, like
 /// ``DeadlineRace``'s: cancelled and freed when the wait ends first.
-final class BoundedWait<Value: Sendable>: Sendable {
+package final class BoundedWait<Value: Sendable>: Sendable {
     /// How the wait ended.
-    enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         case value(Value)
         case timedOut
         case cancelled
@@ -27,7 +27,7 @@ final class BoundedWait<Value: Sendable>: Sendable {
     private init() {}
 
     /// Runs `work` until it answers, `deadline` passes (`nil`: no deadline) or the calling task is cancelled.
-    static func run(until deadline: ContinuousClock.Instant?, _ work: @escaping @Sendable () async -> Value) async -> Outcome {
+    package static func run(until deadline: ContinuousClock.Instant?, _ work: @escaping @Sendable () async -> Value) async -> Outcome {
         let wait = BoundedWait()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
