@@ -50,8 +50,8 @@ extension PostgresOutboxStore {
                 outcome = .failure(error)
             }
             let abandoned = result.withLockedValue { call -> Bool in
-                if case .abandoned = call {
-                    statements?.withLockedValue { $0.ended() }
+                if case .abandoned(let ticket) = call {
+                    if let ticket { statements?.withLockedValue { $0.ended(ticket) } }
                     return true
                 }
                 call = .finished(outcome)
@@ -69,9 +69,9 @@ extension PostgresOutboxStore {
         }
         let outcome = result.withLockedValue { call -> Result<Value, any Error>? in
             guard case .finished(let outcome) = call else {
-                call = .abandoned
-                // Counted until it ends, in the same step as its ending is told (the task takes this lock too).
-                statements?.withLockedValue { $0.gaveUp() }
+                // Counted until it ends (or is counted as lost), in the same step as its ending is told (the
+                // task takes this lock too).
+                call = .abandoned(ticket: statements?.withLockedValue { $0.gaveUp(now: Self.uptime()) })
                 return nil
             }
             return outcome
@@ -156,7 +156,8 @@ enum BlockingCall<Value: Sendable>: Sendable {
     case waiting
     case finished(Result<Value, any Error>)
     /// The caller stopped waiting: the outcome, when it comes, goes to the call's `afterwards` (unreported).
-    case abandoned
+    /// The ticket of the statement's place (``StalledStatementsStateMachine/gaveUp(now:)``), if it has one.
+    case abandoned(ticket: Int?)
 }
 
 /// Runs the store's queries off the cooperative pool (see

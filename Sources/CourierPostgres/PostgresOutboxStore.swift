@@ -86,7 +86,8 @@ final class PostgresOutboxStore: OutboxStore {
         self.client = client
         self.listeners = OutboxListeners.shared(Self.key(client: client, name: schema.name))
         self.timeout = timeout
-        self.statements = NIOLockedValueBox(StalledStatementsStateMachine(limit: Self.statementLimit, patience: Self.interval(timeout)))
+        self.statements = NIOLockedValueBox(StalledStatementsStateMachine(
+            limit: Self.statementLimit, patience: Self.interval(timeout), lostAfter: max(60, 4 * Self.interval(timeout))))
         self.schema = schema
         self.location = location
         self.logger = logger ?? Logger(label: "courier.outbox.postgres", factory: { _ in SwiftLogNoOpLogHandler() })

@@ -106,6 +106,46 @@ extension OutboxPostgresBodyTests {
         }
     }
 
+    /// The server ends the session of a freeze in the middle of writing a file's chunks (a restart, a
+    /// failover, `pg_terminate_backend`): postgres-nio then never ends the transaction, yet the freeze fails
+    /// with a typed error within the timeout since the last chunk, nothing of it is kept, and the outbox
+    /// takes the next freeze. (Its place is freed after four timeouts: `StalledStatementsStateMachine`.)
+    @Test(.timeLimit(.minutes(3))) func aFreezeWhoseSessionTheServerEndsMidWriteFailsTypedAndKeepsNothing() async throws {
+        try await OutboxPostgresTests.withServer { server in
+            let origin = try await TestServer.start()
+            let folder = try Self.sources()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let (engine, running) = Self.instance(
+                server, origin: origin, reachability: ManualReachability(.unreachable), limit: 200 * 1024 * 1024, timeout: .seconds(3))
+            defer { running.cancel() }
+            let big = folder.appendingPathComponent("big.bin")
+            try Data(count: 60_000_000).write(to: big)
+            let op = engine.operation(path: "echo", method: .post, body: .file(big))
+            op.isFreezable = true
+            engine.enqueue(op)
+            let writing = await Self.until(.seconds(20)) { await Self.bodyInsertsRunning(server) }
+            #expect(writing)
+            let ended = try await server.psql("""
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE pid <> pg_backend_pid()
+                AND (query LIKE 'INSERT INTO "courier_outbox_uploads$bodies"%' OR state LIKE 'idle in transaction%')
+                """)
+            #expect(ended.trimmingCharacters(in: .whitespacesAndNewlines) != "0", "a session was ended: \(ended)")
+            let started = ContinuousClock.now
+            let finished = await eventually(timeout: .seconds(30)) { op.isFinished || op.state == .frozen }
+            #expect(finished && op.isFinished, "\(op.state)")
+            if op.isFinished {
+                let error = await failure(of: op)
+                #expect(error?.code == .outboxUnavailable, "\(String(describing: error))")
+            }
+            #expect(ContinuousClock.now - started < .seconds(10), "within the timeout since the last chunk")
+            let later = await Self.freeze(engine, .data(Data("x".utf8)))
+            #expect(later.state == .frozen)
+            #expect(try await server.psql("SELECT count(*) FROM \"courier_outbox_uploads\"") == "1\n", "only the later freeze")
+            #expect(try await Self.chunks(server) == 0)
+            try await origin.shutdown()
+        }
+    }
+
     /// Polls an asynchronous condition every 20 ms until it holds or `timeout` passes.
     static func until(_ timeout: Duration, _ condition: () async -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout

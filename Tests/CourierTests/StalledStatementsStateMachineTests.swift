@@ -5,29 +5,53 @@ import Testing
 @Suite("Outbox on PostgreSQL: stalled statements and notifications (state machines)")
 struct StalledStatementsStateMachineTests {
     @Test func atMostTheLimitIsOnTheServerWhoeverWaitsForIt() {
-        var machine = StalledStatementsStateMachine(limit: 2, patience: 5)
+        var machine = StalledStatementsStateMachine(limit: 2, patience: 5, lostAfter: 60)
         #expect(machine.start(now: 0) == .start)
         #expect(machine.start(now: 0) == .start)
         #expect(machine.start(now: 0) == .wait, "both places taken by statements being answered: wait for one")
         machine.answered()
         #expect(machine.start(now: 0) == .start, "an answered statement frees its place")
-        machine.gaveUp()
+        let stalled = machine.gaveUp(now: 0)
         #expect(machine.start(now: 0) == .refuse, "every place taken and one stalled: the server is not answering")
         #expect(machine.startRepair(now: 0) == nil, "a repair waits for a place too")
         machine.answered()
         #expect(machine.stalled == 1 && machine.awaited == 0)
         let ticket = machine.startRepair(now: 0)
         #expect(ticket != nil, "a repair takes a free place")
-        machine.ended()
-        machine.ended()
+        machine.ended(stalled)
+        machine.ended(stalled)
+        machine.answered()
         #expect(machine.stalled == 0 && machine.awaited == 0, "never below zero")
         if let ticket { machine.repairEnded(ticket) }
         #expect(machine.repairing == 0)
         #expect(machine.start(now: 0) == .start)
     }
 
+    /// A statement given up on whose end never comes (postgres-nio never ends one whose connection the
+    /// server closed mid-transaction) frees its place after `lostAfter`; its late end changes nothing.
+    @Test func aStatementThatNeverEndsIsCountedAsLostAndFreesItsPlace() {
+        var machine = StalledStatementsStateMachine(limit: 2, patience: 5, lostAfter: 60)
+        #expect(machine.start(now: 0) == .start)
+        #expect(machine.start(now: 0) == .start)
+        let first = machine.gaveUp(now: 5), second = machine.gaveUp(now: 30)
+        #expect(machine.start(now: 64) == .refuse, "both stalled, the first for 59 s")
+        #expect(machine.start(now: 65) == .start, "the first counts as lost at 60 s: its place is free")
+        #expect(machine.stalled == 1)
+        machine.ended(first)
+        #expect(machine.stalled == 1, "a lost statement's late end frees nothing more")
+        #expect(machine.start(now: 66) == .refuse, "the second still holds its place")
+        machine.ended(second)
+        #expect(machine.stalled == 0)
+        let repair = machine.startRepair(now: 100)
+        #expect(repair != nil)
+        #expect(machine.start(now: 159) == .refuse, "a repair running past the patience is stalled")
+        #expect(machine.start(now: 160) == .start, "and lost after lostAfter")
+        if let repair { machine.repairEnded(repair) }
+        #expect(machine.repairing == 0 && machine.awaited == 2)
+    }
+
     @Test func aRunningRepairMakesCallersWaitAndRefusesThemOnlyOnceItRanPastThePatience() {
-        var machine = StalledStatementsStateMachine(limit: 2, patience: 5)
+        var machine = StalledStatementsStateMachine(limit: 2, patience: 5, lostAfter: 60)
         let first = machine.startRepair(now: 10), second = machine.startRepair(now: 11)
         #expect(first != nil && second != nil && first != second)
         #expect(machine.start(now: 12) == .wait, "repairs being answered are not a stalled server: wait")
@@ -40,15 +64,15 @@ struct StalledStatementsStateMachineTests {
     }
 
     @Test func callersArrivingTogetherCannotPassTheLimit() {
-        var machine = StalledStatementsStateMachine(limit: 4, patience: 5)
+        var machine = StalledStatementsStateMachine(limit: 4, patience: 5, lostAfter: 60)
         let decisions = (1...10).map { _ in machine.start(now: 0) }
         #expect(decisions.filter { $0 == .start }.count == 4, "\(decisions)")
-        for _ in 1...4 { machine.gaveUp() }
+        for _ in 1...4 { _ = machine.gaveUp(now: 0) }
         #expect(machine.stalled == 4 && machine.start(now: 0) == .refuse, "ten callers giving up together leave four statements stalled")
     }
 
     @Test func aLimitBelowOneStillLetsOneStatementStart() {
-        var machine = StalledStatementsStateMachine(limit: 0, patience: 5)
+        var machine = StalledStatementsStateMachine(limit: 0, patience: 5, lostAfter: 60)
         #expect(machine.limit == 1 && machine.start(now: 0) == .start)
     }
 
