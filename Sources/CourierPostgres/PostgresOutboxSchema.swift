@@ -186,11 +186,12 @@ struct PostgresOutboxSchema: Sendable {
     /// Commits a row whose body is `chunks` (a file's or a form's bytes, `length` of them) with its body in
     /// one transaction, leased to `owner` for `hold` seconds: one chunk in memory at a time. A body that
     /// turns out longer or shorter than `length` (its file changed meanwhile) commits nothing.
-    /// `progress` is called after each chunk the server took.
+    /// `progress` is called after each chunk the server took; when it answers `false` (the caller gave up),
+    /// nothing more is written and the transaction is rolled back.
     func insert(
         _ record: OutboxRecord, chunks: some AsyncSequence<ByteBuffer, any Error> & Sendable, length: Int64,
         heldBy owner: String, for hold: Double, client: PostgresClient,
-        progress: @escaping @Sendable () -> Void = {}
+        progress: @escaping @Sendable () -> Bool = { true }
     ) async throws {
         var record = record
         record.body = nil
@@ -205,7 +206,7 @@ struct PostgresOutboxSchema: Sendable {
                     "INSERT INTO \(unescaped: bodies) (id, part, chunk) VALUES (\(row.id), \(part), \(pending))", logger: Self.silent)
                 part += 1
                 pending.clear()
-                progress()
+                guard progress() else { throw CancellationError() }
             }
             for try await buffer in chunks {
                 written += Int64(buffer.readableBytes)
@@ -240,6 +241,20 @@ struct PostgresOutboxSchema: Sendable {
                 \(record.lastStatus), \(record.lastError), \(record.orderingKey), \(record.pipeline), \(owner), clock.now + \(hold)
             FROM (SELECT \(unescaped: Self.now) AS now) AS clock
             """
+    }
+
+    /// How many statements on the outbox's tables the server is running or holding open in a transaction,
+    /// of any session but this one's (every instance's: an audit of lost statements,
+    /// ``StalledStatementsStateMachine/audited(seenOnServer:now:)``).
+    func statementsOnServer(client: PostgresClient) async throws -> Int {
+        var count = 0
+        for try await value in try await client.query("""
+            SELECT count(*)::bigint FROM pg_stat_activity
+            WHERE pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE \("%" + channel + "%") AND query NOT ILIKE 'LISTEN%'
+            """, logger: Self.silent).decode(Int.self) {
+            count = value
+        }
+        return count
     }
 
     /// Chunk `part` of a row's body; `nil` past its last (or when the row is gone).

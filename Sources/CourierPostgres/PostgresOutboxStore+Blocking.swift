@@ -27,9 +27,11 @@ extension PostgresOutboxStore {
     ///   - progress: A counter `body` raises as the server takes its work (the chunks of a frozen body):
     ///     the wait is ``timeout`` since the last rise, so a large body is not failed while the server is
     ///     answering, only once it stops.
+    ///   - ceiling: With `progress`, the longest the whole wait may last however steady the progress.
     func blockingWrite<Value: Sendable>(
         isStatement: Bool = true,
         progress: NIOLockedValueBox<Int>? = nil,
+        ceiling: Duration? = nil,
         finishesWhenAbandoned: Bool = false,
         afterwards: (@Sendable (_ outcome: Result<Value, any Error>, _ reported: Bool) -> Void)? = nil,
         _ body: @escaping @Sendable (_ isAbandoned: @escaping @Sendable () -> Bool) async throws -> Value
@@ -62,10 +64,14 @@ extension PostgresOutboxStore {
             done.signal()
         }
         var seen = progress?.withLockedValue { $0 } ?? 0
+        let last = ceiling.map { ceiling -> DispatchTime in
+            let (seconds, attoseconds) = min(ceiling, .seconds(86_400 * 7)).components
+            return DispatchTime.now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+        } ?? .distantFuture
         while done.wait(timeout: deadline) == .timedOut {
-            guard let now = progress?.withLockedValue({ $0 }), now != seen else { break }
+            guard let now = progress?.withLockedValue({ $0 }), now != seen, DispatchTime.now() < last else { break }
             seen = now
-            deadline = DispatchTime.now() + wait
+            deadline = min(DispatchTime.now() + wait, last)
         }
         let outcome = result.withLockedValue { call -> Result<Value, any Error>? in
             guard case .finished(let outcome) = call else {
@@ -93,6 +99,7 @@ extension PostgresOutboxStore {
             case .start:
                 return
             case .refuse:
+                auditIfDue()
                 throw StatementsRefused(description:
                     "the PostgreSQL server has not answered \(Self.statementLimit) statements of the outbox \(schema.name) on their way "
                     + "(is its table locked, or the server stalled?); no more are sent until it does")
@@ -107,12 +114,82 @@ extension PostgresOutboxStore {
         }
     }
 
+    /// Runs one statement from an asynchronous caller (a replay reading a frozen body's chunk): it takes one
+    /// of the ``statementLimit`` places as ``blockingWrite(isStatement:progress:ceiling:finishesWhenAbandoned:afterwards:_:)``
+    /// does, and is waited for at most ``timeout``. One not answered by then is left behind (postgres-nio's
+    /// queries do not stop when cancelled), holding its place until it ends or counts as lost.
+    /// - Throws: ``NetworkError/Code/outboxUnavailable`` when no place is free or the server does not answer
+    ///   within the timeout; `CancellationError` when the calling task is cancelled; the statement's error.
+    func boundedStatement<Value: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let deadline = ContinuousClock.now + timeout
+        placing: while true {
+            switch statements.withLockedValue({ $0.start(now: Self.uptime()) }) {
+            case .start:
+                break placing
+            case .refuse:
+                auditIfDue()
+                throw NetworkError(.outboxUnavailable, "could not \(what): the PostgreSQL server has not answered \(Self.statementLimit) statements of the outbox \(schema.name) on their way")
+            case .wait:
+                guard ContinuousClock.now < deadline else {
+                    throw NetworkError(.outboxUnavailable, "could not \(what): no statement of the outbox \(schema.name) finished within \(Self.seconds(timeout))")
+                }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+        }
+        let call = NIOLockedValueBox(BoundedStatement.pending)
+        let statements = statements
+        let outcome = await BoundedWait<Result<Value, any Error>>.run(until: deadline) {
+            let withdrawn = call.withLockedValue { call -> Bool in
+                guard case .pending = call else { return true }
+                call = .running
+                return false
+            }
+            guard !withdrawn else { return .failure(CancellationError()) }
+            let result: Result<Value, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            call.withLockedValue { call in
+                if case .givenUp(let ticket) = call { statements.withLockedValue { $0.ended(ticket) } } else { statements.withLockedValue { $0.answered() } }
+                call = .ended
+            }
+            return result
+        }
+        if case .value(let result) = outcome { return try result.get() }
+        call.withLockedValue { call in
+            switch call {
+            case .pending:
+                // Never started (the wait was cancelled first): its place is free at once.
+                call = .withdrawn
+                statements.withLockedValue { $0.answered() }
+            case .running:
+                call = .givenUp(ticket: statements.withLockedValue { $0.gaveUp(now: Self.uptime()) })
+            case .ended, .givenUp, .withdrawn:
+                break
+            }
+        }
+        if case .cancelled = outcome { throw CancellationError() }
+        throw NetworkError(.outboxUnavailable, "could not \(what): the PostgreSQL server did not answer within \(Self.seconds(timeout))")
+    }
+
+    /// Asks the server how many statements on the outbox's tables it runs, when statements given up on long
+    /// ago hold places (``StalledStatementsStateMachine/auditDue(now:)``): those it no longer runs are lost
+    /// (their connection closed under postgres-nio, which never ends them) and their places are freed. The
+    /// question takes no place and is waited for at most the timeout.
+    func auditIfDue() {
+        guard statements.withLockedValue({ $0.auditDue(now: Self.uptime()) }) else { return }
+        let timeout = timeout
+        Task(executorPreference: Self.executor) { [schema, client, statements] in
+            let outcome = await BoundedWait<Int?>.run(until: .now + timeout) { try? await schema.statementsOnServer(client: client) }
+            let seen: Int? = if case .value(let count) = outcome { count } else { nil }
+            statements.withLockedValue { $0.audited(seenOnServer: seen, now: Self.uptime()) }
+        }
+    }
+
     /// Seconds on a monotonic clock, for ``StalledStatementsStateMachine``.
     static func uptime() -> Double {
         Double(DispatchTime.now().uptimeNanoseconds) / 1e9
     }
 
-    /// ``blockingWrite(isStatement:progress:finishesWhenAbandoned:afterwards:_:)`` for bodies whose late
+    /// ``blockingWrite(isStatement:progress:ceiling:finishesWhenAbandoned:afterwards:_:)`` for bodies whose late
     /// outcome needs no repair (reads, and writes that are safe to make late).
     func blocking<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) throws -> Value {
         try blockingWrite(afterwards: nil) { _ in try await body() }
@@ -124,10 +201,11 @@ extension PostgresOutboxStore {
     /// as stalled once it has run for longer than the timeout.
     func repairUntilDone(_ what: String, _ repair: @escaping @Sendable () async throws -> Void) {
         let logger = logger
-        Task.detached(executorPreference: Self.executor) { [statements] in
+        Task.detached(executorPreference: Self.executor) { [self, statements] in
             var failures = 0
             while true {
                 guard let ticket = statements.withLockedValue({ $0.startRepair(now: Self.uptime()) }) else {
+                    self.auditIfDue()
                     try? await Task.sleep(for: .milliseconds(200))
                     continue
                 }
@@ -151,7 +229,21 @@ struct StatementsRefused: Error, CustomStringConvertible {
     let description: String
 }
 
-/// Where a call of ``PostgresOutboxStore/blockingWrite(isStatement:progress:finishesWhenAbandoned:afterwards:_:)`` stands.
+/// Where a ``PostgresOutboxStore/boundedStatement(_:_:)`` stands, for the bookkeeping of its place.
+enum BoundedStatement: Sendable {
+    /// Not started yet.
+    case pending
+    /// On the server, its caller waiting.
+    case running
+    /// Ended (its place given back).
+    case ended
+    /// Its caller gave up; its place is held under this ticket until it ends.
+    case givenUp(ticket: Int)
+    /// Its caller gave up before it started: it never starts.
+    case withdrawn
+}
+
+/// Where a call of ``PostgresOutboxStore/blockingWrite(isStatement:progress:ceiling:finishesWhenAbandoned:afterwards:_:)`` stands.
 enum BlockingCall<Value: Sendable>: Sendable {
     case waiting
     case finished(Result<Value, any Error>)
@@ -161,7 +253,7 @@ enum BlockingCall<Value: Sendable>: Sendable {
 }
 
 /// Runs the store's queries off the cooperative pool (see
-/// ``PostgresOutboxStore/blockingWrite(isStatement:progress:finishesWhenAbandoned:afterwards:_:)``): each job on
+/// ``PostgresOutboxStore/blockingWrite(isStatement:progress:ceiling:finishesWhenAbandoned:afterwards:_:)``): each job on
 /// a concurrent dispatch queue.
 final class OutboxQueryExecutor: TaskExecutor {
     private let queue = DispatchQueue(label: "courier.outbox.postgres.queries", attributes: .concurrent)

@@ -8,14 +8,17 @@ extension PostgresOutboxStore {
     ///
     /// A file or a form is measured first (off the cooperative pool, taking no statement place), then
     /// streamed into the body's chunks with its row in one transaction. The wait for it is the timeout
-    /// since the server last took a chunk, so a large body is not failed while the server answers.
+    /// since the server last took a chunk, so a large body is not failed while the server answers, and at
+    /// most the timeout plus a second per MiB in all; once its caller is told it failed, it writes no more
+    /// chunks.
     func insertFrozen(_ record: OutboxRecord, bytes: Data?, source: RequestBodySource?, limit: Int) throws(NetworkError) -> OutboxRecord {
         var record = record
         record.headers = CredentialFields.removed(from: record.headers)
         let hold = Self.freezeHolder(owner)
         let seconds = Self.interval(min(timeout, .seconds(86_400))) + Self.freezeHoldMargin
-        let write: @Sendable (OutboxRecord) async throws -> Void
+        let write: @Sendable (OutboxRecord, _ isAbandoned: @escaping @Sendable () -> Bool) async throws -> Void
         let progress = NIOLockedValueBox(0)
+        var ceiling: Duration?
         if let source, source.isFileOrForm {
             // A file or a form: measured first (a missing file, or one over the limit, is a typed error
             // with nothing written), then written in chunks with its row, in one transaction.
@@ -23,10 +26,15 @@ extension PostgresOutboxStore {
             let length = prepared.length ?? 0
             record.body = nil
             record.chunkedBodyLength = length
-            write = { [schema, client] row in
+            // However steadily the server takes chunks, the whole body gets the timeout plus a second per MiB.
+            ceiling = timeout + .seconds(Double(length) / Double(1 << 20))
+            write = { [schema, client] row, isAbandoned in
                 try await schema.insert(
                     row, chunks: prepared.makeStream(), length: length, heldBy: hold, for: seconds, client: client,
-                    progress: { progress.withLockedValue { $0 += 1 } })
+                    progress: {
+                        progress.withLockedValue { $0 += 1 }
+                        return !isAbandoned()
+                    })
             }
         } else {
             if let source, !source.isReplayable {
@@ -37,7 +45,7 @@ extension PostgresOutboxStore {
                 throw NetworkError(.frozenBodyTooLarge, "the body (\(data.count) bytes) is larger than the \(limit) bytes a frozen request may keep")
             }
             record.body = data
-            write = { [schema, client] row in try await schema.insert(row, heldBy: hold, for: seconds, client: client) }
+            write = { [schema, client] row, _ in try await schema.insert(row, heldBy: hold, for: seconds, client: client) }
         }
         let row = record
         do {
@@ -51,12 +59,12 @@ extension PostgresOutboxStore {
                     _ = try await schema.delete(id: row.id, onlyPending: true, client: client, logger: logger)
                 }
             }
-            try blockingWrite(progress: progress, finishesWhenAbandoned: true, afterwards: { outcome, reported in
+            try blockingWrite(progress: progress, ceiling: ceiling, finishesWhenAbandoned: true, afterwards: { outcome, reported in
                 if case .success = outcome, reported { return }
                 removeAgain()
             }) { isAbandoned in
                 guard !isAbandoned() else { throw CancellationError() }
-                try await write(row)
+                try await write(row, isAbandoned)
             }
             do {
                 try blocking { [self] in try await schema.release(id: row.id, owner: hold, client: client) }
@@ -103,7 +111,7 @@ extension PostgresOutboxStore {
     func requestBody(of record: OutboxRecord) -> RequestBody? {
         if let length = record.chunkedBodyLength {
             return RequestBody.replayable(
-                PostgresBodyChunks(schema: schema, client: client, id: record.id, timeout: timeout), length: length, contentType: record.headers[.contentType])
+                PostgresBodyChunks(store: self, id: record.id), length: length, contentType: record.headers[.contentType])
         }
         return record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
     }

@@ -39,11 +39,10 @@ extension PostgresOutboxStore {
                 let (sent, done) = AsyncStream.makeStream(of: Void.self)
                 Task {
                     let delivered = (try? await client.query("SELECT pg_notify(\(channel), \(notice.rawValue))", logger: PostgresOutboxSchema.silent)) != nil
-                    let gaveUp = outcome.withLockedValue { state in
+                    outcome.withLockedValue { state in
                         state.answered = true
-                        return state.gaveUp
+                        if state.gaveUp { notices.withLockedValue { $0.endedAfterGivingUp(notice) } }
                     }
-                    if gaveUp { notices.withLockedValue { $0.endedAfterGivingUp(notice) } }
                     done.finish()
                     if !delivered {
                         try? await Task.sleep(for: .seconds(1))
@@ -56,11 +55,11 @@ extension PostgresOutboxStore {
                 }
                 for await _ in sent {}
                 deadline.cancel()
-                let late = outcome.withLockedValue { state in
+                outcome.withLockedValue { state in
                     state.gaveUp = !state.answered
-                    return state.gaveUp
+                    // Told under the same lock as its end is (below), so the end is never counted first.
+                    if state.gaveUp { notices.withLockedValue { $0.gaveUp(notice) } }
                 }
-                if late { notices.withLockedValue { $0.gaveUp(notice) } }
             } while notices.withLockedValue({ $0.sent(notice) })
         }
     }

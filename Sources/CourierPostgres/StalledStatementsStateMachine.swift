@@ -11,19 +11,26 @@
 /// is refused at once, without taking a connection. A repair that is running normally (removing a freeze
 /// that failed) is not a sign of a stalled server, and makes callers wait, never refuses them.
 ///
-/// A statement given up on (or a repair) that has not ended after ``lostAfter`` is counted as lost and its
-/// place freed: postgres-nio never ends a statement whose connection the server closed in the middle of a
+/// A statement given up on (or a repair) that has not ended after ``lostAfter`` may be lost rather than
+/// waiting: postgres-nio never ends a statement whose connection the server closed in the middle of a
 /// transaction (a restart, a failover, `pg_terminate_backend`), and such statements would otherwise keep
-/// their places for as long as the process runs, until the outbox refused everything. So a table locked for
-/// longer than that costs at most ``limit`` more connections per ``lostAfter``. Pure: events and the time
-/// in, decisions out.
+/// their places for as long as the process runs, until the outbox refused everything. So while such old
+/// statements hold places and a statement is refused, the store asks the server how many statements on the
+/// outbox's tables it is running or holding (``auditDue(now:)``, ``audited(seenOnServer:now:)``): when it
+/// shows fewer than the store counts, that many of the old ones are lost, and their places freed. A table
+/// locked for minutes shows every one of them waiting, so it still costs at most ``limit`` connections.
+/// Pure: events and the time in, decisions out.
 struct StalledStatementsStateMachine: Sendable {
     /// How many statements may be on the server at once.
     let limit: Int
     /// How long (seconds) a repair runs before it counts as stalled: the store's timeout.
     let patience: Double
-    /// How long (seconds) a statement given up on, or a repair, holds its place before it counts as lost.
+    /// How long (seconds) a statement given up on, or a repair, holds its place before it may be lost.
     let lostAfter: Double
+    /// How long (seconds) between two audits.
+    static let auditInterval: Double = 5
+    private var isAuditing = false
+    private var lastAudit = -Double.infinity
     /// Statements a caller waits for.
     private(set) var awaited = 0
     /// Statements no caller waits for any more, by ticket: when each was given up on.
@@ -56,10 +63,34 @@ struct StalledStatementsStateMachine: Sendable {
 
     private var taken: Int { awaited + abandoned.count + repairs.count }
 
-    /// Frees the places of statements and repairs that have not ended within ``lostAfter``.
-    private mutating func forgetLost(now: Double) {
-        abandoned = abandoned.filter { now - $0.value < lostAfter }
-        repairs = repairs.filter { now - $0.value < lostAfter }
+    /// How many of the statements and repairs holding places are older than ``lostAfter``.
+    func lostCandidates(now: Double) -> Int {
+        abandoned.values.filter { now - $0 >= lostAfter }.count + repairs.values.filter { now - $0 >= lostAfter }.count
+    }
+
+    /// Whether to ask the server now how many statements it runs (old statements hold places, no audit is
+    /// on its way, and the last was at least ``auditInterval`` ago); `true` marks one on its way.
+    mutating func auditDue(now: Double) -> Bool {
+        guard !isAuditing, now - lastAudit >= Self.auditInterval, lostCandidates(now: now) > 0 else { return false }
+        isAuditing = true
+        return true
+    }
+
+    /// The audit's answer: `seenOnServer` statements on the outbox's tables (`nil`: the server did not
+    /// answer). When the server runs fewer than hold places here, that many of the old ones (oldest first)
+    /// are lost and their places freed.
+    mutating func audited(seenOnServer: Int?, now: Double) {
+        isAuditing = false
+        lastAudit = now
+        guard let seen = seenOnServer, seen < taken else { return }
+        var lost = min(taken - seen, lostCandidates(now: now))
+        let old = (abandoned.map { (ticket: $0.key, since: $0.value, repair: false) } + repairs.map { (ticket: $0.key, since: $0.value, repair: true) })
+            .filter { now - $0.since >= lostAfter }
+            .sorted { $0.since < $1.since }
+        for entry in old where lost > 0 {
+            if entry.repair { repairs[entry.ticket] = nil } else { abandoned[entry.ticket] = nil }
+            lost -= 1
+        }
     }
 
     private mutating func ticket() -> Int {
@@ -69,7 +100,6 @@ struct StalledStatementsStateMachine: Sendable {
 
     /// A statement someone waits for asks to start at `now`.
     mutating func start(now: Double) -> Start {
-        forgetLost(now: now)
         if taken < limit {
             awaited += 1
             return .start
@@ -92,8 +122,8 @@ struct StalledStatementsStateMachine: Sendable {
         return ticket
     }
 
-    /// A statement given up on ended (answered, failed, or its connection lost); nothing when it was
-    /// already counted as lost.
+    /// A statement given up on ended (answered, failed, or its connection lost); nothing when an audit
+    /// already counted it as lost.
     mutating func ended(_ ticket: Int) {
         abandoned[ticket] = nil
     }
@@ -101,7 +131,6 @@ struct StalledStatementsStateMachine: Sendable {
     /// A repair asks to run one statement at `now` (no caller waits for it). Its ticket, to hand to
     /// ``repairEnded(_:)``; `nil` while every place is taken: the repair waits and asks again.
     mutating func startRepair(now: Double) -> Int? {
-        forgetLost(now: now)
         guard taken < limit else { return nil }
         let ticket = ticket()
         repairs[ticket] = now

@@ -25,10 +25,7 @@ extension OutboxPostgresBodyTests {
     /// open, and the outbox takes the next freeze (a FIFO opened for reading waited for a writer forever:
     /// each freeze then held a statement place and a transaction, and after four the outbox refused all).
     @Test(.timeLimit(.minutes(4))) func aFileSwappedForAFIFOWhileFrozenFailsTheFreezeAndHoldsNothing() async throws {
-        try await OutboxPostgresTests.withServer { server in
-            let origin = try await TestServer.start()
-            let folder = try Self.sources()
-            defer { try? FileManager.default.removeItem(at: folder) }
+        try await Self.withUploads { server, origin, folder in
             let client = server.makeClient()
             let running = Task { await client.run() }
             defer { running.cancel() }
@@ -70,7 +67,6 @@ extension OutboxPostgresBodyTests {
             #expect(later.state == .frozen, "the outbox takes the next freeze: \(String(describing: laterError))")
             #expect(try await Self.chunks(server) == 0, "nothing of the failed freezes was kept")
             #expect(try await server.psql("SELECT count(*) FROM \"courier_outbox_uploads\"") == "1\n")
-            try await origin.shutdown()
         }
     }
 
@@ -78,10 +74,7 @@ extension OutboxPostgresBodyTests {
     /// at most the outbox's timeout, so the try fails (typed, counted) and is made again, and once the
     /// lock goes the file is delivered whole, once. (Unbounded, the replay sat on the lock, holding its lane.)
     @Test(.timeLimit(.minutes(4))) func aChunkTheServerDoesNotReturnFailsTheTryAndTheFileIsSentLater() async throws {
-        try await OutboxPostgresTests.withServer { server in
-            let origin = try await TestServer.start()
-            let folder = try Self.sources()
-            defer { try? FileManager.default.removeItem(at: folder) }
+        try await Self.withUploads { server, origin, folder in
             let reachability = ManualReachability(.unreachable)
             let (engine, running) = Self.instance(server, origin: origin, reachability: reachability, timeout: .seconds(2))
             defer { running.cancel() }
@@ -92,17 +85,18 @@ extension OutboxPostgresBodyTests {
             let lock = try await OutboxPostgresFaultTests.lockTable(server, "courier_outbox_uploads$bodies", seconds: 7)
             reachability.setStatus(.reachable(via: .wired))
             let failedOnce = await Self.until(.seconds(20)) {
-                let out = (try? await server.psql("SELECT attempts FROM \"courier_outbox_uploads\" WHERE last_error LIKE '%did not return part%'")) ?? ""
+                let out = (try? await server.psql("SELECT count(*) FROM \"courier_outbox_uploads\" WHERE last_error LIKE '%of the frozen body%'")) ?? ""
                 return (Int(out.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) >= 1
             }
             #expect(failedOnce, "a try failed on the chunk the server did not return, while the table was locked")
+            let attempts = try await server.psql("SELECT attempts FROM \"courier_outbox_uploads\"")
+            #expect(attempts == "0\n", "the outbox's failure is not one of the request's attempts: \(attempts)")
             _ = try await lock.value
             #expect(try await op.response().statusCode == 200)
             let sent = origin.recordedRequests.filter { $0.path == "/echo" && $0.body.count == 300_000 }
             #expect(sent.count == 1, "delivered whole, once: \(origin.recordedRequests.map(\.body.count))")
             let same = sent.first.map { Data($0.body) == OutboxFileBodyTests.pattern(300_000) } ?? false
             #expect(same)
-            try await origin.shutdown()
         }
     }
 
@@ -111,10 +105,7 @@ extension OutboxPostgresBodyTests {
     /// with a typed error within the timeout since the last chunk, nothing of it is kept, and the outbox
     /// takes the next freeze. (Its place is freed after four timeouts: `StalledStatementsStateMachine`.)
     @Test(.timeLimit(.minutes(3))) func aFreezeWhoseSessionTheServerEndsMidWriteFailsTypedAndKeepsNothing() async throws {
-        try await OutboxPostgresTests.withServer { server in
-            let origin = try await TestServer.start()
-            let folder = try Self.sources()
-            defer { try? FileManager.default.removeItem(at: folder) }
+        try await Self.withUploads { server, origin, folder in
             let (engine, running) = Self.instance(
                 server, origin: origin, reachability: ManualReachability(.unreachable), limit: 200 * 1024 * 1024, timeout: .seconds(3))
             defer { running.cancel() }
@@ -142,6 +133,106 @@ extension OutboxPostgresBodyTests {
             #expect(later.state == .frozen)
             #expect(try await server.psql("SELECT count(*) FROM \"courier_outbox_uploads\"") == "1\n", "only the later freeze")
             #expect(try await Self.chunks(server) == 0)
+        }
+    }
+
+    /// The chunks' table locked for 25 s while an instance with a 1 s timeout keeps trying to replay a
+    /// frozen file: each try's chunk read is one of the outbox's statements, so at most four wait on the
+    /// lock and the app's own query on the same 8-connection client is answered. (Found by review 7: each
+    /// try left a read behind, outside the bound, until the pool was empty.)
+    @Test(.timeLimit(.minutes(3))) func chunkReadsTakeTheStatementsPlacesSoALockCannotDrainThePool() async throws {
+        try await Self.withUploads { server, origin, folder in
+            let client = server.makeClient(connections: 8)
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            let reachability = ManualReachability(.unreachable)
+            let engine = NetworkEngine(baseURL: origin.baseURL, configuration: .init {
+                $0.reachability = reachability
+                $0.outbox = .postgres(client: client, name: "uploads", timeout: .seconds(1))
+                $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))
+            }, queue: NetworkQueue())
+            let file = folder.appendingPathComponent("report.bin")
+            try OutboxFileBodyTests.pattern(300_000).write(to: file)
+            let op = await Self.freeze(engine, .file(file))
+            #expect(op.state == .frozen)
+            let lock = try await OutboxPostgresFaultTests.lockTable(server, "courier_outbox_uploads$bodies", seconds: 25)
+            reachability.setStatus(.reachable(via: .wired))
+            try await Task.sleep(for: .seconds(15))
+            let waiting = try await OutboxPostgresFaultTests.statementsWaitingOnLocks(server)
+            #expect(waiting <= PostgresOutboxStore.statementLimit, "statements waiting on the lock: \(waiting)")
+            let answered = await OutboxPostgresFaultTests.appQueryAnswered(client)
+            #expect(answered, "the app's own query found a connection while the chunks' table was locked")
+            _ = try await lock.value
+            #expect(try await op.response().statusCode == 200, "delivered once the lock went")
+        }
+    }
+
+    /// An engine of `origin` whose outbox `uploads` on `server` has a 2 s timeout, its table created.
+    static func slowInstance(_ server: PostgresServer, origin: TestServer) async -> (NetworkEngine, Task<Void, Never>) {
+        let (engine, running) = instance(
+            server, origin: origin, reachability: ManualReachability(.unreachable), limit: 200 * 1024 * 1024, timeout: .seconds(2))
+        _ = await offThePool { engine.outbox?.entries.count }   // the table exists
+        return (engine, running)
+    }
+
+    /// A freeze whose caller was told it failed (the chunks' table locked past the timeout) writes no more
+    /// chunks once the lock goes. (Found by review 6: it wrote all 40 MB, then its repair deleted them.)
+    @Test(.timeLimit(.minutes(3))) func aFreezeItsCallerWasToldFailedWritesNoMoreChunks() async throws {
+        try await Self.withUploads { server, origin, folder in
+            let (engine, running) = await Self.slowInstance(server, origin: origin)
+            defer { running.cancel() }
+            let file = folder.appendingPathComponent("big.bin")
+            try Data(count: 40_000_000).write(to: file)
+            let lock = try await OutboxPostgresFaultTests.lockTable(server, "courier_outbox_uploads$bodies", seconds: 6)
+            let op = engine.operation(path: "echo", method: .post, body: .file(file))
+            op.isFreezable = true
+            engine.enqueue(op)
+            let ended = await eventually(timeout: .seconds(30)) { op.isFinished || op.state == .frozen }
+            #expect(ended && op.isFinished)
+            if op.isFinished { #expect(await failure(of: op)?.code == .outboxUnavailable) }
+            _ = try await lock.value
+            var sawInserts = 0
+            for _ in 0..<50 {
+                if await Self.bodyInsertsRunning(server) { sawInserts += 1 }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(sawInserts <= 1, "only the chunk that waited on the lock, then nothing: \(sawInserts) polls saw chunks written")
+            let cleared = await Self.until(.seconds(20)) { (try? await Self.chunks(server)) == 0 }
+            #expect(cleared)
+        }
+    }
+
+    /// A server that takes every chunk, slowly (0.5 s each): a 10 MB freeze is not failed while chunks go
+    /// in, but the whole of it gets the timeout plus a second per MiB (about 11.5 s here), not 20 s.
+    @Test(.timeLimit(.minutes(3))) func aFreezeTheServerTakesSlowlyEndsWithinItsCeiling() async throws {
+        try await Self.withUploads { server, origin, folder in
+            let (engine, running) = await Self.slowInstance(server, origin: origin)
+            defer { running.cancel() }
+            _ = try await server.psql("""
+                CREATE FUNCTION slow_chunk() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(0.5); RETURN NEW; END $$ LANGUAGE plpgsql;
+                CREATE TRIGGER slow_chunk BEFORE INSERT ON "courier_outbox_uploads$bodies" FOR EACH ROW EXECUTE FUNCTION slow_chunk();
+                """)
+            let file = folder.appendingPathComponent("big.bin")
+            try Data(count: 10_000_000).write(to: file)
+            let started = ContinuousClock.now
+            let op = engine.operation(path: "echo", method: .post, body: .file(file))
+            op.isFreezable = true
+            engine.enqueue(op)
+            let ended = await eventually(timeout: .seconds(40)) { op.isFinished || op.state == .frozen }
+            let elapsed = ContinuousClock.now - started
+            #expect(ended && op.isFinished, "\(op.state)")
+            if op.isFinished { #expect(await failure(of: op)?.code == .outboxUnavailable) }
+            #expect(elapsed > .seconds(5) && elapsed < .seconds(16), "not failed while chunks went in, failed at the ceiling: \(elapsed)")
+        }
+    }
+
+    /// A throwaway PostgreSQL server, an in-process origin and a folder for the files to freeze, for `body`.
+    static func withUploads(_ body: (PostgresServer, TestServer, URL) async throws -> Void) async throws {
+        try await OutboxPostgresTests.withServer { server in
+            let origin = try await TestServer.start()
+            let folder = try Self.sources()
+            defer { try? FileManager.default.removeItem(at: folder) }
+            try await body(server, origin, folder)
             try await origin.shutdown()
         }
     }

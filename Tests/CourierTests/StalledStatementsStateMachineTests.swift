@@ -28,26 +28,41 @@ struct StalledStatementsStateMachineTests {
     }
 
     /// A statement given up on whose end never comes (postgres-nio never ends one whose connection the
-    /// server closed mid-transaction) frees its place after `lostAfter`; its late end changes nothing.
-    @Test func aStatementThatNeverEndsIsCountedAsLostAndFreesItsPlace() {
+    /// server closed mid-transaction) frees its place once an audit finds the server no longer runs it;
+    /// statements still on the server (waiting on a lock the app holds) keep theirs however old.
+    @Test func oldStatementsAreFreedOnlyWhenTheServerNoLongerRunsThem() {
         var machine = StalledStatementsStateMachine(limit: 2, patience: 5, lostAfter: 60)
         #expect(machine.start(now: 0) == .start)
         #expect(machine.start(now: 0) == .start)
         let first = machine.gaveUp(now: 5), second = machine.gaveUp(now: 30)
-        #expect(machine.start(now: 64) == .refuse, "both stalled, the first for 59 s")
-        #expect(machine.start(now: 65) == .start, "the first counts as lost at 60 s: its place is free")
-        #expect(machine.stalled == 1)
+        let due1 = machine.auditDue(now: 64)
+        #expect(!due1, "none is old yet")
+        #expect(machine.start(now: 65) == .refuse, "time alone frees nothing (a table locked for long)")
+        let due2 = machine.auditDue(now: 65)
+        #expect(due2, "the first is old: ask the server")
+        let due3 = machine.auditDue(now: 65.5)
+        #expect(!due3, "one audit at a time")
+        machine.audited(seenOnServer: 2, now: 66)
+        #expect(machine.start(now: 66) == .refuse, "both still on the server: both keep their places")
+        let due4 = machine.auditDue(now: 70)
+        #expect(!due4, "not again within the interval")
+        let due5 = machine.auditDue(now: 71)
+        #expect(due5)
+        machine.audited(seenOnServer: nil, now: 71)
+        #expect(machine.stalled == 2, "no answer from the server frees nothing")
+        let due6 = machine.auditDue(now: 76)
+        #expect(due6)
+        machine.audited(seenOnServer: 1, now: 76)
+        #expect(machine.stalled == 1, "one is gone from the server: the oldest old one is lost")
+        #expect(machine.start(now: 76) == .start, "its place is free")
         machine.ended(first)
         #expect(machine.stalled == 1, "a lost statement's late end frees nothing more")
-        #expect(machine.start(now: 66) == .refuse, "the second still holds its place")
+        let due7 = machine.auditDue(now: 100)
+        #expect(due7)
+        machine.audited(seenOnServer: 0, now: 100)
+        #expect(machine.stalled == 0, "the server runs none: the other old one is lost too, and only old ones")
         machine.ended(second)
-        #expect(machine.stalled == 0)
-        let repair = machine.startRepair(now: 100)
-        #expect(repair != nil)
-        #expect(machine.start(now: 159) == .refuse, "a repair running past the patience is stalled")
-        #expect(machine.start(now: 160) == .start, "and lost after lostAfter")
-        if let repair { machine.repairEnded(repair) }
-        #expect(machine.repairing == 0 && machine.awaited == 2)
+        #expect(machine.awaited == 1 && machine.repairing == 0)
     }
 
     @Test func aRunningRepairMakesCallersWaitAndRefusesThemOnlyOnceItRanPastThePatience() {

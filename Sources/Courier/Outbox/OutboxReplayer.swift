@@ -204,7 +204,10 @@ final class OutboxReplayer: Sendable {
                 response = answer
                 outcome = .answered(status: answer.statusCode, retryAfter: Self.retryAfter(answer))
             } else {
-                outcome = !sent ? .notSent : (error.code == .cannotConnect || error.code == .notConnected) ? .couldNotConnect : .noAnswer
+                // A body the outbox could not read back (its server stalled) is the outbox's failure, not the
+                // origin's: not an attempt, and tried less and less often while it lasts, as a host away is.
+                let connectFailure = error.code == .cannotConnect || error.code == .notConnected || error.code == .outboxUnavailable
+                outcome = !sent ? .notSent : connectFailure ? .couldNotConnect : .noAnswer
             }
         }
         let now = Date().timeIntervalSince1970
