@@ -23,8 +23,8 @@ extension OutboxLocation {
     /// recorded leaves its row to be sent again once its lease expires. Send an `Idempotency-Key` the
     /// server deduplicates (every frozen request has one) to make that exactly once.
     ///
-    /// A body in memory is kept in the row; a file or form body cannot be frozen into a PostgreSQL
-    /// outbox yet (the freeze fails with `outboxUnavailable`).
+    /// A body in memory is kept in the row; a file or form body is kept in 256 KiB chunks beside it
+    /// (`courier_outbox_<name>$bodies`), written with the row in one transaction.
     /// - Parameters:
     ///   - client: The client to reach the server with (its pool is shared with the rest of your app).
     ///   - name: The outbox's name: 1 to 40 characters of `a`–`z`, `0`–`9` and `_`.

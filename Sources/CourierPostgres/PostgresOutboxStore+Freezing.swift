@@ -8,9 +8,9 @@ extension PostgresOutboxStore {
     ///
     /// A file or a form is measured first (off the cooperative pool, taking no statement place), then
     /// streamed into the body's chunks with its row in one transaction. The wait for it is the timeout
-    /// since the server last took a chunk, so a large body is not failed while the server answers, and at
-    /// most the timeout plus a second per MiB in all; once its caller is told it failed, it writes no more
-    /// chunks.
+    /// since the server last took a chunk, and at most the timeout plus a second per MiB in all (a server
+    /// slower than about 1 MiB/s fails a large freeze); once its caller is told it failed, it writes no
+    /// more chunks.
     func insertFrozen(_ record: OutboxRecord, bytes: Data?, source: RequestBodySource?, limit: Int) throws(NetworkError) -> OutboxRecord {
         var record = record
         record.headers = CredentialFields.removed(from: record.headers)
