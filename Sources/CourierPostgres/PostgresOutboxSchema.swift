@@ -54,9 +54,9 @@ struct PostgresOutboxSchema: Sendable {
     /// Creates the table, or brings it up to ``version``; idempotent and safe with instances doing the same.
     func migrate(_ client: PostgresClient) async throws {
         let logger = Self.silent
-        try await client.withTransaction(logger: logger) { connection in
+        try await transaction(client) { connection in
             // One migration at a time across instances (released at commit).
-            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('courier_outbox_migrations'))", logger: logger)
+            try await connection.query("SELECT pg_advisory_xact_lock(hashtext('courier_outbox_migrations')) /* \(unescaped: table) */", logger: logger)
             try await connection.query("""
                 CREATE TABLE IF NOT EXISTS courier_outbox_migrations (outbox text PRIMARY KEY, version bigint NOT NULL)
                 """, logger: logger)
@@ -197,7 +197,7 @@ struct PostgresOutboxSchema: Sendable {
         record.body = nil
         record.chunkedBodyLength = length
         let row = record
-        try await client.withTransaction(logger: Self.silent) { connection in
+        try await transaction(client) { connection in
             var part = 0
             var written: Int64 = 0
             var pending = ByteBuffer()
@@ -241,20 +241,6 @@ struct PostgresOutboxSchema: Sendable {
                 \(record.lastStatus), \(record.lastError), \(record.orderingKey), \(record.pipeline), \(owner), clock.now + \(hold)
             FROM (SELECT \(unescaped: Self.now) AS now) AS clock
             """
-    }
-
-    /// How many statements on the outbox's tables the server is running or holding open in a transaction,
-    /// of any session but this one's (every instance's: an audit of lost statements,
-    /// ``StalledStatementsStateMachine/audited(seenOnServer:now:)``).
-    func statementsOnServer(client: PostgresClient) async throws -> Int {
-        var count = 0
-        for try await value in try await client.query("""
-            SELECT count(*)::bigint FROM pg_stat_activity
-            WHERE pid <> pg_backend_pid() AND state <> 'idle' AND query LIKE \("%" + channel + "%") AND query NOT ILIKE 'LISTEN%'
-            """, logger: Self.silent).decode(Int.self) {
-            count = value
-        }
-        return count
     }
 
     /// Chunk `part` of a row's body; `nil` past its last (or when the row is gone).

@@ -85,7 +85,7 @@ extension PostgresOutboxStore {
                 """, logger: silent)
         }
         let owner = owner
-        let (result, damaged) = try await client.withTransaction(logger: silent) { connection -> (OutboxClaimResult, [String]) in
+        let (result, damaged) = try await schema.transaction(client) { connection -> (OutboxClaimResult, [String]) in
             // The oldest pending row of each lane (rows without an ordering key share the host's lane), read
             // without locks: instances claiming at once each lock only the head they chose, not every lane's.
             let rows = try await connection.query(schema.laneHeads(of: pipeline), logger: silent)

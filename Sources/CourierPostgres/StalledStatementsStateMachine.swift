@@ -77,13 +77,16 @@ struct StalledStatementsStateMachine: Sendable {
     }
 
     /// The audit's answer: `seenOnServer` statements on the outbox's tables (`nil`: the server did not
-    /// answer). When the server runs fewer than hold places here, that many of the old ones (oldest first)
-    /// are lost and their places freed.
+    /// answer). When the server runs fewer than the statements given up on and repairs held here, that
+    /// many of the old ones (oldest first) are lost and their places freed. Every statement the server shows
+    /// may be one of those (statements being awaited may not be on the server at that instant, and other
+    /// instances' count too): only what it cannot account for is lost.
     mutating func audited(seenOnServer: Int?, now: Double) {
         isAuditing = false
         lastAudit = now
-        guard let seen = seenOnServer, seen < taken else { return }
-        var lost = min(taken - seen, lostCandidates(now: now))
+        let held = abandoned.count + repairs.count
+        guard let seen = seenOnServer, seen < held else { return }
+        var lost = min(held - seen, lostCandidates(now: now))
         let old = (abandoned.map { (ticket: $0.key, since: $0.value, repair: false) } + repairs.map { (ticket: $0.key, since: $0.value, repair: true) })
             .filter { now - $0.since >= lostAfter }
             .sorted { $0.since < $1.since }

@@ -280,4 +280,32 @@ struct ReplayStateMachineTests {
         }
         #expect(delays == [1, 2, 4], "the host that stays away is tried less and less often")
     }
+
+    /// Review 8: a frozen body the outbox could not read back (its PostgreSQL server stalled) is not an
+    /// attempt, backs off more each time, and is not tried again at once when the host answers another
+    /// request (it was tried on every live answer: an aborted POST to the origin each time).
+    @Test func aBodyTheOutboxCannotReadBacksOffAndAHostAnswerDoesNotEndIt() {
+        #expect(!Machine.countsAsAttempt(.bodyUnavailable))
+        var machine = Machine(isReachable: true, backoff: .init(base: 1, cap: 60))
+        var delays: [Double] = []
+        for round in 0..<3 {
+            _ = machine.timerFired()
+            _ = machine.headClaimed(head("a"), decision: .send)
+            let now = Double(round * 100)
+            let (completion, _) = machine.attemptFinished(id: "a", attempts: 0, outcome: .bodyUnavailable, now: now, jitter: 1)
+            guard case .retry(let at) = completion else { Issue.record("no retry"); return }
+            delays.append(at - now)
+            #expect(machine.headClaimed(head("a", next: at), decision: .wait(until: at)) == .wake(at: at))
+            #expect(!machine.waitsAfterNoConnection)
+            #expect(machine.hostAnswered() == .idle, "an answer from the host does not end the outbox's backoff")
+        }
+        #expect(delays == [1, 2, 4])
+        // The body read back at last and answered: the next failure starts the backoff over.
+        _ = machine.timerFired()
+        _ = machine.headClaimed(head("a"), decision: .send)
+        _ = machine.attemptFinished(id: "a", attempts: 1, outcome: .answered(status: 503, retryAfter: nil), now: 400, jitter: 1)
+        _ = machine.headClaimed(head("a", next: 401), decision: .send)
+        let (completion, _) = machine.attemptFinished(id: "a", attempts: 1, outcome: .bodyUnavailable, now: 500, jitter: 1)
+        #expect(completion == .retry(at: 501))
+    }
 }

@@ -65,6 +65,27 @@ struct StalledStatementsStateMachineTests {
         #expect(machine.awaited == 1 && machine.repairing == 0)
     }
 
+    /// Review 8: a statement being awaited may not be on the server at the audit's instant (not sent yet,
+    /// or answered and not yet told): it must not count as a place the server left, freeing an old
+    /// statement's place while the server still runs it.
+    @Test func anAuditComparesTheServerWithOldStatementsOnlyNotAwaitedOnes() {
+        var machine = StalledStatementsStateMachine(limit: 4, patience: 1, lostAfter: 60)
+        for _ in 0..<3 {
+            #expect(machine.start(now: 0) == .start)
+            _ = machine.gaveUp(now: 0)
+        }
+        #expect(machine.start(now: 100) == .start)
+        #expect(machine.start(now: 100) == .refuse)
+        let due = machine.auditDue(now: 100)
+        #expect(due)
+        machine.audited(seenOnServer: 3, now: 100)
+        #expect(machine.stalled == 3, "the server shows three: the three old ones keep their places")
+        let again = machine.auditDue(now: 105)
+        #expect(again)
+        machine.audited(seenOnServer: 2, now: 105)
+        #expect(machine.stalled == 2, "one is gone from the server: one is lost")
+    }
+
     @Test func aRunningRepairMakesCallersWaitAndRefusesThemOnlyOnceItRanPastThePatience() {
         var machine = StalledStatementsStateMachine(limit: 2, patience: 5, lostAfter: 60)
         let first = machine.startRepair(now: 10), second = machine.startRepair(now: 11)

@@ -205,9 +205,10 @@ final class OutboxReplayer: Sendable {
                 outcome = .answered(status: answer.statusCode, retryAfter: Self.retryAfter(answer))
             } else {
                 // A body the outbox could not read back (its server stalled) is the outbox's failure, not the
-                // origin's: not an attempt, and tried less and less often while it lasts, as a host away is.
-                let connectFailure = error.code == .cannotConnect || error.code == .notConnected || error.code == .outboxUnavailable
-                outcome = !sent ? .notSent : connectFailure ? .couldNotConnect : .noAnswer
+                // origin's: not an attempt, tried less and less often while it lasts, and not again at once
+                // when the host answers another request (``ReplayStateMachine/Outcome/bodyUnavailable``).
+                let connectFailure = error.code == .cannotConnect || error.code == .notConnected
+                outcome = error.code == .outboxUnavailable ? .bodyUnavailable : !sent ? .notSent : connectFailure ? .couldNotConnect : .noAnswer
             }
         }
         let now = Date().timeIntervalSince1970

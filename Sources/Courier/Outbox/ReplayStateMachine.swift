@@ -89,6 +89,11 @@ package struct ReplayStateMachine {
         case couldNotConnect
         /// The request never went out (the host went away while it waited in the queue): not an attempt.
         case notSent
+        /// The outbox could not read the frozen body back (its server stalled or went away): the outbox's
+        /// failure, not the origin's. Not an attempt; the backoff grows with each one in a row, as for a
+        /// host that cannot be reached, but an answer from the host does not end it (the host is not what
+        /// failed).
+        case bodyUnavailable
     }
 
     /// What becomes of a row after an attempt.
@@ -129,8 +134,9 @@ package struct ReplayStateMachine {
     /// Lanes whose head waits because its last attempt could not connect (not because the server said
     /// when, nor after a timeout: a slow server is not helped by trying it sooner).
     private(set) var lanesAfterNoConnection: Set<String> = []
-    /// Connection failures in a row, by lane: they are not attempts, but the backoff grows with them.
-    private var connectFailures: [String: Int] = [:]
+    /// Failures in a row before the server (no connection, a body the outbox could not read), by lane:
+    /// they are not attempts, but the backoff grows with them.
+    private var failuresBeforeServer: [String: Int] = [:]
     /// The host answered another request while a claim was out.
     private var hostAnsweredDuringClaim = false
     /// A lane was freed (or a row frozen) while a claim was out: claim again after it.
@@ -181,7 +187,7 @@ package struct ReplayStateMachine {
     /// Whether an attempt with this outcome counts against ``NetworkOperation/maximumAttempts``: only
     /// one that reached the server (answered, or sent and unanswered).
     static func countsAsAttempt(_ outcome: Outcome) -> Bool {
-        outcome != .notSent && outcome != .couldNotConnect
+        outcome != .notSent && outcome != .couldNotConnect && outcome != .bodyUnavailable
     }
 
     /// The delay before attempt `attempts + 1` after `attempts` failed ones: `base * 2^(attempts-1)`,
@@ -300,12 +306,18 @@ package struct ReplayStateMachine {
     ) -> (completion: Completion, next: Action) {
         let lane = sending.first { $0.value == id }?.key ?? ""
         if sending[lane] == id { sending[lane] = nil }
-        if outcome == .couldNotConnect {
+        switch outcome {
+        case .couldNotConnect:
             lanesAfterNoConnection.insert(lane)
-            connectFailures[lane, default: 0] += 1
-        } else {
+            failuresBeforeServer[lane, default: 0] += 1
+        case .bodyUnavailable:
             lanesAfterNoConnection.remove(lane)
-            if outcome != .notSent { connectFailures[lane] = nil }
+            failuresBeforeServer[lane, default: 0] += 1
+        case .notSent:
+            lanesAfterNoConnection.remove(lane)
+        case .answered, .noAnswer:
+            lanesAfterNoConnection.remove(lane)
+            failuresBeforeServer[lane] = nil
         }
         if let completion = Self.classify(outcome) {
             return (completion, nextClaim())
@@ -317,8 +329,9 @@ package struct ReplayStateMachine {
         }
         var retryAfter: Double?
         if case .answered(_, let after) = outcome { retryAfter = after }
-        // Connection failures are not attempts, yet a host that stays away is tried less and less often.
-        let failures = outcome == .couldNotConnect ? max(attempts, connectFailures[lane] ?? 0) : attempts
+        // Failures before the server are not attempts, yet a host (or an outbox) that stays away is tried
+        // less and less often.
+        let failures = outcome == .couldNotConnect || outcome == .bodyUnavailable ? max(attempts, failuresBeforeServer[lane] ?? 0) : attempts
         let at = now + delay(afterAttempts: failures, jitter: jitter, retryAfter: retryAfter)
         isFlushing = false
         // The head now waits for `at`; claiming again reads that and sets the timer.
