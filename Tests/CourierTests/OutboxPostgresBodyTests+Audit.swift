@@ -67,16 +67,8 @@ extension OutboxPostgresBodyTests {
             let client = server.makeClient()
             let running = Task { await client.run() }
             defer { running.cancel() }
-            let reachability = ManualReachability(.unreachable)
-            let engine = NetworkEngine(baseURL: origin.baseURL, configuration: .init {
-                $0.reachability = reachability
-                $0.outbox = .postgres(client: client, name: "uploads", timeout: .seconds(1))
-                $0.outboxRetry = OutboxRetry(initialDelay: .seconds(4), maximumDelay: .seconds(60))
-            }, queue: NetworkQueue())
-            let file = folder.appendingPathComponent("r.bin")
-            try OutboxFileBodyTests.pattern(100_000).write(to: file)
-            let op = await Self.freeze(engine, .file(file))
-            #expect(op.state == .frozen)
+            let (engine, reachability, op) = try await Self.frozenFile(
+                100_000, in: folder, origin: origin, client: client, retry: OutboxRetry(initialDelay: .seconds(4), maximumDelay: .seconds(60)))
             _ = try await server.psql(#"ALTER TABLE "courier_outbox_uploads$bodies" RENAME TO slow_bodies"#)
             _ = try await server.psql("""
                 CREATE FUNCTION slow() RETURNS boolean AS $$ BEGIN PERFORM pg_sleep(1.5); RETURN true; END $$ LANGUAGE plpgsql VOLATILE;

@@ -145,16 +145,8 @@ extension OutboxPostgresBodyTests {
             let client = server.makeClient(connections: 8)
             let running = Task { await client.run() }
             defer { running.cancel() }
-            let reachability = ManualReachability(.unreachable)
-            let engine = NetworkEngine(baseURL: origin.baseURL, configuration: .init {
-                $0.reachability = reachability
-                $0.outbox = .postgres(client: client, name: "uploads", timeout: .seconds(1))
-                $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))
-            }, queue: NetworkQueue())
-            let file = folder.appendingPathComponent("report.bin")
-            try OutboxFileBodyTests.pattern(300_000).write(to: file)
-            let op = await Self.freeze(engine, .file(file))
-            #expect(op.state == .frozen)
+            let (engine, reachability, op) = try await Self.frozenFile(
+                300_000, in: folder, origin: origin, client: client, retry: OutboxRetry(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200)))
             let lock = try await OutboxPostgresFaultTests.lockTable(server, "courier_outbox_uploads$bodies", seconds: 25)
             reachability.setStatus(.reachable(via: .wired))
             try await Task.sleep(for: .seconds(15))
@@ -165,6 +157,24 @@ extension OutboxPostgresBodyTests {
             _ = try await lock.value
             #expect(try await op.response().statusCode == 200, "delivered once the lock went")
         }
+    }
+
+    /// An engine of `origin`, unreachable, whose outbox `uploads` on `client` has a 1 s timeout and `retry`,
+    /// and a file of `size` bytes frozen in it.
+    static func frozenFile(
+        _ size: Int, in folder: URL, origin: TestServer, client: PostgresClient, retry: OutboxRetry
+    ) async throws -> (NetworkEngine, ManualReachability, NetworkOperation) {
+        let reachability = ManualReachability(.unreachable)
+        let engine = NetworkEngine(baseURL: origin.baseURL, configuration: .init {
+            $0.reachability = reachability
+            $0.outbox = .postgres(client: client, name: "uploads", timeout: .seconds(1))
+            $0.outboxRetry = retry
+        }, queue: NetworkQueue())
+        let file = folder.appendingPathComponent("report.bin")
+        try OutboxFileBodyTests.pattern(size).write(to: file)
+        let op = await freeze(engine, .file(file))
+        #expect(op.state == .frozen)
+        return (engine, reachability, op)
     }
 
     /// An engine of `origin` whose outbox `uploads` on `server` has a 2 s timeout, its table created.

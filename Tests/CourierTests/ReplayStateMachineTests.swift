@@ -268,17 +268,25 @@ struct ReplayStateMachineTests {
         #expect(Machine.countsAsAttempt(.noAnswer))
         #expect(Machine.countsAsAttempt(.answered(status: 500, retryAfter: nil)))
         var machine = Machine(isReachable: true, backoff: .init(base: 1, cap: 60))
+        let delays = failThrice(&machine, .couldNotConnect) { _ in }
+        #expect(delays == [1, 2, 4], "the host that stays away is tried less and less often")
+    }
+
+    /// Three attempts of head "a" ending with `outcome`, 100 s apart (jitter 1): the delays they were given.
+    /// `afterEach` looks at the machine once the head waits out its delay.
+    private func failThrice(_ machine: inout Machine, _ outcome: Machine.Outcome, afterEach: (inout Machine) -> Void) -> [Double] {
         var delays: [Double] = []
         for round in 0..<3 {
             _ = machine.timerFired()
             _ = machine.headClaimed(head("a"), decision: .send)
             let now = Double(round * 100)
-            let (completion, _) = machine.attemptFinished(id: "a", attempts: 0, outcome: .couldNotConnect, now: now, jitter: 1)
-            guard case .retry(let at) = completion else { Issue.record("no retry"); return }
+            let (completion, _) = machine.attemptFinished(id: "a", attempts: 0, outcome: outcome, now: now, jitter: 1)
+            guard case .retry(let at) = completion else { Issue.record("no retry"); return delays }
             delays.append(at - now)
-            _ = machine.headClaimed(head("a", next: at), decision: .wait(until: at))
+            #expect(machine.headClaimed(head("a", next: at), decision: .wait(until: at)) == .wake(at: at))
+            afterEach(&machine)
         }
-        #expect(delays == [1, 2, 4], "the host that stays away is tried less and less often")
+        return delays
     }
 
     /// Review 8: a frozen body the outbox could not read back (its PostgreSQL server stalled) is not an
@@ -287,15 +295,7 @@ struct ReplayStateMachineTests {
     @Test func aBodyTheOutboxCannotReadBacksOffAndAHostAnswerDoesNotEndIt() {
         #expect(!Machine.countsAsAttempt(.bodyUnavailable))
         var machine = Machine(isReachable: true, backoff: .init(base: 1, cap: 60))
-        var delays: [Double] = []
-        for round in 0..<3 {
-            _ = machine.timerFired()
-            _ = machine.headClaimed(head("a"), decision: .send)
-            let now = Double(round * 100)
-            let (completion, _) = machine.attemptFinished(id: "a", attempts: 0, outcome: .bodyUnavailable, now: now, jitter: 1)
-            guard case .retry(let at) = completion else { Issue.record("no retry"); return }
-            delays.append(at - now)
-            #expect(machine.headClaimed(head("a", next: at), decision: .wait(until: at)) == .wake(at: at))
+        let delays = failThrice(&machine, .bodyUnavailable) { machine in
             #expect(!machine.waitsAfterNoConnection)
             #expect(machine.hostAnswered() == .idle, "an answer from the host does not end the outbox's backoff")
         }
