@@ -173,12 +173,17 @@ extension PostgresOutboxStore {
     /// Asks the server how many statements on the outbox's tables it runs, when statements given up on long
     /// ago hold places (``StalledStatementsStateMachine/auditDue(now:)``): those it no longer runs are lost
     /// (their connection closed under postgres-nio, which never ends them) and their places are freed. The
-    /// question takes no place and is waited for at most the timeout.
+    /// question takes no place and is waited for at most the timeout; one not answered keeps the next from
+    /// being asked until it ends or is itself older than the time after which statements count as lost
+    /// (``StalledStatementsStateMachine/auditDue(now:)``).
     func auditIfDue() {
         guard statements.withLockedValue({ $0.auditDue(now: Self.uptime()) }) else { return }
         let timeout = timeout
         Task(executorPreference: Self.executor) { [schema, client, statements] in
-            let outcome = await BoundedWait<Int?>.run(until: .now + timeout) { try? await schema.statementsOnServer(client: client) }
+            let outcome = await BoundedWait<Int?>.run(until: .now + timeout) {
+                defer { statements.withLockedValue { $0.auditQueryEnded() } }
+                return try? await schema.statementsOnServer(client: client)
+            }
             let seen: Int? = if case .value(let count) = outcome { count } else { nil }
             statements.withLockedValue { $0.audited(seenOnServer: seen, now: Self.uptime()) }
         }

@@ -31,6 +31,11 @@ struct StalledStatementsStateMachine: Sendable {
     static let auditInterval: Double = 5
     private var isAuditing = false
     private var lastAudit = -Double.infinity
+    /// When each audit's question still on the server was asked (one given up on holds a connection until
+    /// the server answers, like any statement): a new audit is asked only once the last is answered, or is
+    /// older than ``lostAfter`` (lost itself), so a silent server takes at most one connection per
+    /// ``lostAfter`` for audits.
+    private var auditQueries: [Double] = []
     /// Statements a caller waits for.
     private(set) var awaited = 0
     /// Statements no caller waits for any more, by ticket: when each was given up on.
@@ -69,11 +74,21 @@ struct StalledStatementsStateMachine: Sendable {
     }
 
     /// Whether to ask the server now how many statements it runs (old statements hold places, no audit is
-    /// on its way, and the last was at least ``auditInterval`` ago); `true` marks one on its way.
+    /// on its way, the last was at least ``auditInterval`` ago, and no earlier question is still on the
+    /// server unless it is older than ``lostAfter``); `true` marks one on its way (tell
+    /// ``audited(seenOnServer:now:)`` its answer, and ``auditQueryEnded()`` when its statement ends).
     mutating func auditDue(now: Double) -> Bool {
-        guard !isAuditing, now - lastAudit >= Self.auditInterval, lostCandidates(now: now) > 0 else { return false }
+        guard !isAuditing, now - lastAudit >= Self.auditInterval, lostCandidates(now: now) > 0,
+              auditQueries.allSatisfy({ now - $0 >= lostAfter }) else { return false }
         isAuditing = true
+        auditQueries.append(now)
         return true
+    }
+
+    /// An audit's statement ended on the client side (answered, failed, or its connection lost), whether or
+    /// not its answer came in time.
+    mutating func auditQueryEnded() {
+        if !auditQueries.isEmpty { auditQueries.removeFirst() }
     }
 
     /// The audit's answer: `seenOnServer` statements on the outbox's tables (`nil`: the server did not
