@@ -50,6 +50,11 @@ final class PostgresOutboxStore: OutboxStore {
 
     private static let registry = NIOLockedValueBox<[String: PostgresOutboxStore]>([:])
 
+    /// The openings under way, by key: when each one's migration was sent. A migration waits on an advisory
+    /// lock (another instance migrating, an operator) holding a connection until the server answers, even
+    /// once its caller gave up: one at a time per outbox, so failed openings cannot take the app's pool.
+    private static let openings = NIOLockedValueBox<[String: Double]>([:])
+
     /// The store of an outbox name on a client, opened (and its table created or migrated) once per process.
     /// (The first opening's `timeout` is the store's.)
     static func open(
@@ -64,8 +69,18 @@ final class PostgresOutboxStore: OutboxStore {
             throw NetworkError(.outboxUnavailable, "\(error)")
         }
         let store = PostgresOutboxStore(client: client, schema: schema, location: location, timeout: timeout, logger: logger)
+        let began: Double
+        switch try waitForOpening(key: key, name: name, store: store) {
+        case .opened(let opened): return opened
+        case .began(let at): began = at
+        }
+        let openings = openings
         do {
-            try store.blocking { [schema, client] in try await schema.migrate(client) }
+            // Left to finish when its caller gives up (cancelling does not stop a statement waiting on the
+            // server): the next opening waits for it to end, or for it to count as lost.
+            try store.blockingWrite(finishesWhenAbandoned: true, afterwards: { _, _ in
+                openings.withLockedValue { if $0[key] == began { $0[key] = nil } }
+            }) { [schema, client] _ in try await schema.migrate(client) }
         } catch {
             throw NetworkError(.outboxUnavailable, "the PostgreSQL outbox \(name) at \(location.absoluteString) cannot be opened: \(Self.describe(error))",
                                underlying: error)
@@ -77,6 +92,35 @@ final class PostgresOutboxStore: OutboxStore {
         }
         if opened.1 { store.startListening() }
         return opened.0
+    }
+
+    /// Waits (at most the store's timeout) while another opening of `key` is migrating; then marks this one
+    /// under way (`.began`, when). The store another opening registered meanwhile, if any (`.opened`).
+    /// - Throws: ``NetworkError/Code/outboxUnavailable`` when the other opening has not ended within the
+    ///   timeout (one older than the time after which statements count as lost no longer holds this one back).
+    private static func waitForOpening(key: String, name: String, store: PostgresOutboxStore) throws(NetworkError) -> Opening {
+        let deadline = uptime() + interval(store.timeout)
+        let lostAfter = max(60, 4 * interval(store.timeout))
+        while true {
+            if let opened = registry.withLockedValue({ $0[key] }) { return .opened(opened) }
+            let now = uptime()
+            let began = openings.withLockedValue { openings -> Bool in
+                if let since = openings[key], now - since < lostAfter { return false }
+                openings[key] = now
+                return true
+            }
+            if began { return .began(at: now) }
+            guard now < deadline else {
+                throw NetworkError(.outboxUnavailable, "the PostgreSQL outbox \(name) cannot be opened yet: an earlier opening's migration "
+                    + "has not ended within \(seconds(store.timeout)) (does another session hold the migration lock, or is the server stalled?)")
+            }
+            usleep(2_000)
+        }
+    }
+
+    private enum Opening {
+        case opened(PostgresOutboxStore)
+        case began(at: Double)
     }
 
     /// The store's key in this process: its client and outbox name (its registry's, and its listeners').

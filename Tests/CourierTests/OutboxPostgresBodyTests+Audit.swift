@@ -100,4 +100,76 @@ extension OutboxPostgresBodyTests {
             #expect(op.state == .frozen, "still frozen, to be sent once the outbox reads it back")
         }
     }
+
+    /// Runs `sql` with psql in database `database` of `server`.
+    static func psql(_ server: PostgresServer, database: String, _ sql: String) async throws -> String {
+        try await PostgresServer.run("/usr/bin/psql", ["-h", "127.0.0.1", "-p", "\(server.port)", "-U", PostgresServer.user, "-d", database, "-At", "-c", sql],
+                                     environment: ["PGPASSWORD": PostgresServer.password])
+    }
+
+    /// Review 9: `pg_stat_activity` covers the whole server. An outbox of the same name in another database
+    /// (another app, staging beside production, a database per tenant), its table locked and a statement
+    /// waiting on it, is not counted by this outbox's audit (it was: its old statements' places were
+    /// never freed while the other was busy).
+    @Test(.timeLimit(.minutes(2))) func theAuditDoesNotCountAnOutboxOfTheSameNameInAnotherDatabase() async throws {
+        try await OutboxPostgresTests.withServer { server in
+            let client = server.makeClient()
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            let schema = try PostgresOutboxSchema(name: "uploads")
+            try await schema.migrate(client)
+            _ = try await server.psql("CREATE DATABASE other")
+            _ = try await Self.psql(server, database: "other", #"CREATE TABLE "courier_outbox_uploads" (id text)"#)
+            let locker = Task { _ = try? await Self.psql(server, database: "other", #"BEGIN; LOCK TABLE "courier_outbox_uploads"; SELECT pg_sleep(5); COMMIT"#) }
+            try await Task.sleep(for: .seconds(1))
+            let waiting = Task { _ = try? await Self.psql(server, database: "other", #"SELECT count(*) FROM "courier_outbox_uploads""#) }
+            try await Task.sleep(for: .seconds(1))
+            let there = await Self.count(server, #"SELECT count(*) FROM pg_stat_activity WHERE datname = 'other' AND query LIKE '%"courier_outbox_uploads"%'"#)
+            #expect(there == 2, "the other database's outbox is busy: \(there)")
+            let seen = try await schema.statementsOnServer(client: client)
+            #expect(seen == 0, "statements of another database's outbox are not this one's: \(seen)")
+            _ = await locker.value
+            _ = await waiting.value
+        }
+    }
+
+    /// Review 9: another session holds the migrations' advisory lock (an instance's migration stuck behind a
+    /// lock, an operator) while an app with an 8-connection client freezes ten requests, its outbox's
+    /// timeout 1 s. Each freeze opened the outbox again, and each opening's migration stayed on the server
+    /// waiting for the lock, one more connection each, until the app's pool was empty. Now one opening at
+    /// a time waits on the server; the freezes fail typed, the app's own query is answered, and once the
+    /// lock goes the outbox opens.
+    @Test(.timeLimit(.minutes(2))) func openingsBlockedOnTheMigrationLockHoldOneConnection() async throws {
+        try await OutboxPostgresTests.withServer { server in
+            let holder = Task { _ = try? await server.psql("SELECT pg_advisory_lock(hashtext('courier_outbox_migrations')), pg_sleep(60)") }
+            try await Task.sleep(for: .seconds(1))
+            let client = server.makeClient(connections: 8)
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            let engine = NetworkEngine(baseURL: "http://127.0.0.1:9", configuration: .init {
+                $0.reachability = ManualReachability(.unreachable)
+                $0.outbox = .postgres(client: client, name: "uploads", timeout: .seconds(1))
+            }, queue: NetworkQueue())
+            func freeze(_ index: Int) async -> NetworkOperation {
+                let op = engine.operation(path: "echo", method: .post, body: .data(Data("\(index)".utf8)))
+                op.isFreezable = true
+                engine.enqueue(op)
+                _ = await eventually(timeout: .seconds(10)) { op.isFinished || op.state == .frozen }
+                return op
+            }
+            for index in 0..<10 {
+                let op = await freeze(index)
+                #expect(op.isFinished && op.state != .frozen)
+                if op.isFinished { #expect(await failure(of: op)?.code == .outboxUnavailable) }
+            }
+            let onTheLock = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock%'"
+            #expect(await Self.count(server, onTheLock) == 1, "one opening waits on the lock")
+            let answered = await OutboxPostgresFaultTests.appQueryAnswered(client)
+            #expect(answered, "the app's own query finds a connection")
+            _ = try await server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep(60)%' AND pid <> pg_backend_pid()")
+            _ = await holder.value
+            let opened = await Self.until(.seconds(10)) { await freeze(10).state == .frozen }
+            #expect(opened, "the outbox opens once the lock goes")
+        }
+    }
 }

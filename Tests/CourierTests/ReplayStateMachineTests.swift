@@ -308,4 +308,21 @@ struct ReplayStateMachineTests {
         let (completion, _) = machine.attemptFinished(id: "a", attempts: 1, outcome: .bodyUnavailable, now: 500, jitter: 1)
         #expect(completion == .retry(at: 501))
     }
+
+    /// Review 9: failures before the server belong to the row that had them. Row a of a lane failed five
+    /// times (its body unreadable) and was dropped; row b of the same lane, failing once, waits the base
+    /// delay, not a's long backoff.
+    @Test func failuresBeforeTheServerDoNotPassToTheNextRowOfTheLane() {
+        var machine = Machine(isReachable: true, backoff: .init(base: 1, cap: 600))
+        for round in 0..<5 {
+            _ = machine.timerFired()
+            _ = machine.headClaimed(head("a"), decision: .send)
+            _ = machine.attemptFinished(id: "a", attempts: 0, outcome: .bodyUnavailable, now: Double(round * 1000), jitter: 1)
+            _ = machine.headClaimed(head("a", next: Double(round * 1000 + 500)), decision: .wait(until: Double(round * 1000 + 500)))
+        }
+        _ = machine.timerFired()
+        _ = machine.headClaimed(head("b"), decision: .send)
+        let (completion, _) = machine.attemptFinished(id: "b", attempts: 0, outcome: .couldNotConnect, now: 10_000, jitter: 1)
+        #expect(completion == .retry(at: 10_001), "a new row's first failure waits the base delay")
+    }
 }

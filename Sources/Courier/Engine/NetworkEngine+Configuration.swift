@@ -289,8 +289,9 @@ public struct OutboxRetry: Sendable, Hashable {
     /// (a crashed process's claims are taken over at once); 2 minutes by default.
     public var lease: Duration = .seconds(120)
     /// How many attempts that reach the server a frozen request gets (attempts that could not connect
-    /// do not count); 10 by default, about ten minutes of a server that keeps failing with the default
-    /// delays. `nil`: no limit.
+    /// do not count, nor those whose frozen body the outbox could not read back: the server got at most
+    /// part of the body, which it cannot act on); 10 by default, about ten minutes of a server that keeps
+    /// failing with the default delays. `nil`: no limit.
     public var maximumAttempts: Int? = 10
     /// How long a frozen request may wait in the outbox; 7 days by default. `nil`: no limit.
     public var timeToLive: Duration? = .seconds(7 * 86_400)

@@ -35,8 +35,9 @@ extension NetworkOperation {
     }
 
     /// How many attempts that reach the server a frozen operation gets before it is given up
-    /// (dead-lettered: kept, visible, its handlers told). Attempts that could not connect, or never went
-    /// out, are not counted. Its engine's ``OutboxRetry/maximumAttempts`` by default (10); setting `nil`
+    /// (dead-lettered: kept, visible, its handlers told). Attempts that could not connect, never went
+    /// out, or whose frozen body the outbox could not read back (the server got at most part of it, and
+    /// the outbox, not the server, failed: only ``timeToLive`` ends those) are not counted. Its engine's ``OutboxRetry/maximumAttempts`` by default (10); setting `nil`
     /// goes back to that default, `Int.max` means no limit. Set before enqueueing.
     public var maximumAttempts: Int? {
         get { storage.withLockedValue { $0.maximumAttempts } ?? context.configuration.outboxRetry.maximumAttempts }

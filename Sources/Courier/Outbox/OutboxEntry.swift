@@ -42,8 +42,8 @@ public struct OutboxEntry: Sendable, Hashable, Identifiable, CustomStringConvert
     public let idempotencyKey: String
     /// When it was frozen.
     public let createdAt: Date
-    /// Attempts made so far that reached the server (one that could not connect, or never went out,
-    /// is not counted).
+    /// Attempts made so far that reached the server (one that could not connect, never went out, or
+    /// whose frozen body the outbox could not read back, is not counted).
     public let attempts: Int
     /// When it may be tried next.
     public let nextAttemptAt: Date

@@ -90,9 +90,10 @@ package struct ReplayStateMachine {
         /// The request never went out (the host went away while it waited in the queue): not an attempt.
         case notSent
         /// The outbox could not read the frozen body back (its server stalled or went away): the outbox's
-        /// failure, not the origin's. Not an attempt; the backoff grows with each one in a row, as for a
-        /// host that cannot be reached, but an answer from the host does not end it (the host is not what
-        /// failed).
+        /// failure, not the origin's, which got at most part of the body (a request it cannot act on). Not
+        /// an attempt, so only the time to live ends a body that stays unreadable; the backoff grows with
+        /// each one in a row, as for a host that cannot be reached, but an answer from the host does not
+        /// end it (the host is not what failed).
         case bodyUnavailable
     }
 
@@ -134,9 +135,10 @@ package struct ReplayStateMachine {
     /// Lanes whose head waits because its last attempt could not connect (not because the server said
     /// when, nor after a timeout: a slow server is not helped by trying it sooner).
     private(set) var lanesAfterNoConnection: Set<String> = []
-    /// Failures in a row before the server (no connection, a body the outbox could not read), by lane:
-    /// they are not attempts, but the backoff grows with them.
-    private var failuresBeforeServer: [String: Int] = [:]
+    /// Failures in a row before the server (no connection, a body the outbox could not read), by lane, of
+    /// the row that had them: they are not attempts, but the backoff grows with them. Another row of the
+    /// lane (its head was delivered, dropped or given up meanwhile) starts from none.
+    private var failuresBeforeServer: [String: (id: String, count: Int)] = [:]
     /// The host answered another request while a claim was out.
     private var hostAnsweredDuringClaim = false
     /// A lane was freed (or a row frozen) while a claim was out: claim again after it.
@@ -306,13 +308,14 @@ package struct ReplayStateMachine {
     ) -> (completion: Completion, next: Action) {
         let lane = sending.first { $0.value == id }?.key ?? ""
         if sending[lane] == id { sending[lane] = nil }
+        let earlier = failuresBeforeServer[lane].flatMap { $0.id == id ? $0.count : nil } ?? 0
         switch outcome {
         case .couldNotConnect:
             lanesAfterNoConnection.insert(lane)
-            failuresBeforeServer[lane, default: 0] += 1
+            failuresBeforeServer[lane] = (id, earlier + 1)
         case .bodyUnavailable:
             lanesAfterNoConnection.remove(lane)
-            failuresBeforeServer[lane, default: 0] += 1
+            failuresBeforeServer[lane] = (id, earlier + 1)
         case .notSent:
             lanesAfterNoConnection.remove(lane)
         case .answered, .noAnswer:
@@ -331,7 +334,7 @@ package struct ReplayStateMachine {
         if case .answered(_, let after) = outcome { retryAfter = after }
         // Failures before the server are not attempts, yet a host (or an outbox) that stays away is tried
         // less and less often.
-        let failures = outcome == .couldNotConnect || outcome == .bodyUnavailable ? max(attempts, failuresBeforeServer[lane] ?? 0) : attempts
+        let failures = outcome == .couldNotConnect || outcome == .bodyUnavailable ? max(attempts, failuresBeforeServer[lane]?.count ?? 0) : attempts
         let at = now + delay(afterAttempts: failures, jitter: jitter, retryAfter: retryAfter)
         isFlushing = false
         // The head now waits for `at`; claiming again reads that and sets the timer.
