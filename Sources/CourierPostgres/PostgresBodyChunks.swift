@@ -15,21 +15,26 @@ struct PostgresBodyChunks: AsyncSequence, Sendable {
 
     let store: PostgresOutboxStore
     let id: String
+    /// The body's length, as frozen: once that many bytes are read the sequence ends, without a read past
+    /// the last chunk (one that stalled would fail a try whose whole body the server already has).
+    let length: Int64
 
     func makeAsyncIterator() -> Iterator { Iterator(chunks: self) }
 
     struct Iterator: AsyncIteratorProtocol {
         let chunks: PostgresBodyChunks
         var part = 0
+        var delivered: Int64 = 0
         var isFinished = false
 
         mutating func next() async throws -> ByteBuffer? {
-            guard !isFinished else { return nil }
+            guard !isFinished, delivered < chunks.length else { return nil }
             guard let chunk = try await read(part: part) else {
                 isFinished = true
                 return nil
             }
             part += 1
+            delivered += Int64(chunk.readableBytes)
             return chunk
         }
 

@@ -111,7 +111,7 @@ extension PostgresOutboxStore {
     func requestBody(of record: OutboxRecord) -> RequestBody? {
         if let length = record.chunkedBodyLength {
             return RequestBody.replayable(
-                PostgresBodyChunks(store: self, id: record.id), length: length, contentType: record.headers[.contentType])
+                PostgresBodyChunks(store: self, id: record.id, length: length), length: length, contentType: record.headers[.contentType])
         }
         return record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
     }
