@@ -160,9 +160,9 @@ extension OutboxPostgresBodyTests {
     }
 
     /// An engine of `origin`, unreachable, whose outbox `uploads` on `client` has a 1 s timeout and `retry`,
-    /// and a file of `size` bytes frozen in it.
+    /// and a file of `size` bytes frozen in it, to be sent to `path`.
     static func frozenFile(
-        _ size: Int, in folder: URL, origin: TestServer, client: PostgresClient, retry: OutboxRetry
+        _ size: Int, in folder: URL, origin: TestServer, client: PostgresClient, retry: OutboxRetry, path: String = "echo"
     ) async throws -> (NetworkEngine, ManualReachability, NetworkOperation) {
         let reachability = ManualReachability(.unreachable)
         let engine = NetworkEngine(baseURL: origin.baseURL, configuration: .init {
@@ -172,9 +172,53 @@ extension OutboxPostgresBodyTests {
         }, queue: NetworkQueue())
         let file = folder.appendingPathComponent("report.bin")
         try OutboxFileBodyTests.pattern(size).write(to: file)
-        let op = await freeze(engine, .file(file))
+        let op = await freeze(engine, .file(file), path: path)
         #expect(op.state == .frozen)
         return (engine, reachability, op)
+    }
+
+    /// Review 10: a frozen body read back in chunks asked for one chunk past its last to learn its end. When
+    /// that read stalled (here it takes 1.5 s, the timeout is 1 s) the origin already had the whole body,
+    /// yet the try failed as "body unavailable" (not counted) and the file was sent again: the origin got
+    /// it whole three times in 9 s. The body now ends at its frozen length: it is delivered once.
+    @Test(.timeLimit(.minutes(3))) func aFrozenBodyEndsAtItsLengthWithoutAReadPastItsLastChunk() async throws {
+        try await Self.withUploads { server, origin, folder in
+            let client = server.makeClient()
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            let size = 100_000
+            let (engine, reachability, op) = try await Self.frozenFile(
+                size, in: folder, origin: origin, client: client,
+                retry: OutboxRetry(initialDelay: .seconds(2), maximumDelay: .seconds(60)), path: "delay/3000")
+            // The chunks' table behind a view with one more part, whose read takes 1.5 s and returns nothing
+            // (deletes go through to the table, without the wait).
+            _ = try await server.psql(#"ALTER TABLE "courier_outbox_uploads$bodies" RENAME TO real_bodies"#)
+            _ = try await server.psql("""
+                CREATE FUNCTION slow() RETURNS boolean AS $$ BEGIN
+                    IF current_query() NOT LIKE '%DELETE%' THEN PERFORM pg_sleep(1.5); END IF; RETURN true;
+                END $$ LANGUAGE plpgsql VOLATILE COST 1000000;
+                CREATE VIEW "courier_outbox_uploads$bodies" AS
+                    SELECT id, part, chunk FROM real_bodies
+                    UNION ALL
+                    SELECT id, max(part) + 1 AS part, NULL::bytea AS chunk FROM real_bodies GROUP BY id HAVING NOT slow();
+                CREATE FUNCTION delete_chunk() RETURNS trigger AS $$ BEGIN
+                    DELETE FROM real_bodies WHERE id = OLD.id AND part = OLD.part; RETURN OLD;
+                END $$ LANGUAGE plpgsql;
+                CREATE TRIGGER delete_chunk INSTEAD OF DELETE ON "courier_outbox_uploads$bodies"
+                    FOR EACH ROW EXECUTE FUNCTION delete_chunk();
+                """)
+            reachability.setStatus(.reachable(via: .wired))
+            let delivered = await Self.until(.seconds(12)) {
+                (try? await server.psql(#"SELECT outcome FROM "courier_outbox_uploads""#)) == "delivered\n"
+            }
+            let whole = origin.recordedRequests.filter { $0.method == "POST" && $0.body.count == size }
+            let lastError = (try? await server.psql(#"SELECT last_error FROM "courier_outbox_uploads""#)) ?? ""
+            #expect(delivered, "delivered (last error: \(lastError))")
+            #expect(whole.count == 1, "the origin got the whole body once: \(origin.recordedRequests.map(\.body.count))")
+            #expect(whole.first.map { Data($0.body) == OutboxFileBodyTests.pattern(size) } ?? false)
+            if delivered { #expect(try await op.response().statusCode == 200) }
+            withExtendedLifetime(engine) {}
+        }
     }
 
     /// An engine of `origin` whose outbox `uploads` on `server` has a 2 s timeout, its table created.

@@ -25,8 +25,8 @@ struct OutboxPostgresBodyTests {
         return (engine, running)
     }
 
-    static func freeze(_ engine: NetworkEngine, _ body: RequestBody) async -> NetworkOperation {
-        let op = engine.operation(path: "echo", method: .post, body: body)
+    static func freeze(_ engine: NetworkEngine, _ body: RequestBody, path: String = "echo") async -> NetworkOperation {
+        let op = engine.operation(path: path, method: .post, body: body)
         op.isFreezable = true
         engine.enqueue(op)
         _ = await eventually { op.state == .frozen || op.isFinished }
