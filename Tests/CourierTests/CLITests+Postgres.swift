@@ -7,7 +7,7 @@ extension CLITests {
     /// How many requests the test freezes, as issue 26 asks: each is a `courier` process.
     static let postgresPosts = 20
 
-    @Test(.timeLimit(.minutes(6))) func freezesGoToAPostgresOutboxAndTwoFlushesDeliverEachKeyOnce() async throws {
+    @Test(.postgres(minutes: 6)) func freezesGoToAPostgresOutboxAndTwoFlushesDeliverEachKeyOnce() async throws {
         guard PostgresServer.isAvailable else {
             try #require(!PostgresServer.isRequired, "COURIER_REQUIRE_POSTGRES=1 but PostgreSQL is not installed")
             return

@@ -61,7 +61,7 @@ struct OutboxFleetTests {
                 try await server.psql("SELECT count(*) FROM \(table) WHERE lease_owner IS NOT NULL AND outcome IS NULL"))
     }
 
-    @Test(.timeLimit(.minutes(8))) func fourInstancesDrainTwoThousandRowsWhileTwoAreKilled() async throws {
+    @Test(.postgres(minutes: 8)) func fourInstancesDrainTwoThousandRowsWhileTwoAreKilled() async throws {
         try await OutboxPostgresTests.withServer { server in
             let origin = try await TestServer.start()
             defer { Task { try? await origin.shutdown() } }
@@ -104,7 +104,7 @@ struct OutboxFleetTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(8))) func aServerRestartedWhileFreezingAndWhileReplayingLosesNothing() async throws {
+    @Test(.postgres(minutes: 8)) func aServerRestartedWhileFreezingAndWhileReplayingLosesNothing() async throws {
         try await OutboxPostgresTests.withServer { server in
             let origin = try await TestServer.start()
             defer { Task { try? await origin.shutdown() } }

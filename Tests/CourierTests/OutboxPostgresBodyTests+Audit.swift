@@ -17,7 +17,7 @@ extension OutboxPostgresBodyTests {
     /// none of them, freed their four places, and four more freezes took four more connections. Every
     /// statement of the outbox now names it, its transactions' BEGIN and COMMIT too; a statement of
     /// another outbox whose name starts with this one's is not counted.
-    @Test(.timeLimit(.minutes(3))) func theAuditSeesCommitsTheServerHoldsAndNoOtherOutboxs() async throws {
+    @Test(.postgres(minutes: 3)) func theAuditSeesCommitsTheServerHoldsAndNoOtherOutboxs() async throws {
         try await Self.withUploads { server, origin, folder in
             let (engine, running) = await Self.slowInstance(server, origin: origin)
             defer { running.cancel() }
@@ -62,7 +62,7 @@ extension OutboxPostgresBodyTests {
     /// is the outbox's failure: it backs off (4 s, then 8 s), and an answer from the host does not end the
     /// backoff (it took the failure for a host away and tried again on every answer: an aborted POST to the
     /// origin each time).
-    @Test(.timeLimit(.minutes(3))) func aBodyTheOutboxCannotReadBacksOffWhileTheHostAnswers() async throws {
+    @Test(.postgres(minutes: 3)) func aBodyTheOutboxCannotReadBacksOffWhileTheHostAnswers() async throws {
         try await Self.withUploads { server, origin, folder in
             let client = server.makeClient()
             let running = Task { await client.run() }
@@ -111,7 +111,7 @@ extension OutboxPostgresBodyTests {
     /// (another app, staging beside production, a database per tenant), its table locked and a statement
     /// waiting on it, is not counted by this outbox's audit (it was: its old statements' places were
     /// never freed while the other was busy).
-    @Test(.timeLimit(.minutes(2))) func theAuditDoesNotCountAnOutboxOfTheSameNameInAnotherDatabase() async throws {
+    @Test(.postgres(minutes: 2)) func theAuditDoesNotCountAnOutboxOfTheSameNameInAnotherDatabase() async throws {
         try await OutboxPostgresTests.withServer { server in
             let client = server.makeClient()
             let running = Task { await client.run() }
@@ -139,7 +139,7 @@ extension OutboxPostgresBodyTests {
     /// waiting for the lock, one more connection each, until the app's pool was empty. Now one opening at
     /// a time waits on the server; the freezes fail typed, the app's own query is answered, and once the
     /// lock goes the outbox opens.
-    @Test(.timeLimit(.minutes(2))) func openingsBlockedOnTheMigrationLockHoldOneConnection() async throws {
+    @Test(.postgres(minutes: 2)) func openingsBlockedOnTheMigrationLockHoldOneConnection() async throws {
         try await OutboxPostgresTests.withServer { server in
             let holder = Task { _ = try? await server.psql("SELECT pg_advisory_lock(hashtext('courier_outbox_migrations')), pg_sleep(60)") }
             try await Task.sleep(for: .seconds(1))

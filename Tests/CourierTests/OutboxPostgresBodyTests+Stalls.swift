@@ -24,7 +24,7 @@ extension OutboxPostgresBodyTests {
     /// measured), five times: each freeze fails at once with `fileUnavailable`, no transaction is left
     /// open, and the outbox takes the next freeze (a FIFO opened for reading waited for a writer forever:
     /// each freeze then held a statement place and a transaction, and after four the outbox refused all).
-    @Test(.timeLimit(.minutes(4))) func aFileSwappedForAFIFOWhileFrozenFailsTheFreezeAndHoldsNothing() async throws {
+    @Test(.postgres(minutes: 4)) func aFileSwappedForAFIFOWhileFrozenFailsTheFreezeAndHoldsNothing() async throws {
         try await Self.withUploads { server, origin, folder in
             let client = server.makeClient()
             let running = Task { await client.run() }
@@ -73,7 +73,7 @@ extension OutboxPostgresBodyTests {
     /// The chunks' table locked by the app while an instance replays a frozen file: each chunk read waits
     /// at most the outbox's timeout, so the try fails (typed, counted) and is made again, and once the
     /// lock goes the file is delivered whole, once. (Unbounded, the replay sat on the lock, holding its lane.)
-    @Test(.timeLimit(.minutes(4))) func aChunkTheServerDoesNotReturnFailsTheTryAndTheFileIsSentLater() async throws {
+    @Test(.postgres(minutes: 4)) func aChunkTheServerDoesNotReturnFailsTheTryAndTheFileIsSentLater() async throws {
         try await Self.withUploads { server, origin, folder in
             let reachability = ManualReachability(.unreachable)
             let (engine, running) = Self.instance(server, origin: origin, reachability: reachability, timeout: .seconds(2))
@@ -104,7 +104,7 @@ extension OutboxPostgresBodyTests {
     /// failover, `pg_terminate_backend`): postgres-nio then never ends the transaction, yet the freeze fails
     /// with a typed error within the timeout since the last chunk, nothing of it is kept, and the outbox
     /// takes the next freeze. (Its place is freed after four timeouts: `StalledStatementsStateMachine`.)
-    @Test(.timeLimit(.minutes(3))) func aFreezeWhoseSessionTheServerEndsMidWriteFailsTypedAndKeepsNothing() async throws {
+    @Test(.postgres(minutes: 3)) func aFreezeWhoseSessionTheServerEndsMidWriteFailsTypedAndKeepsNothing() async throws {
         try await Self.withUploads { server, origin, folder in
             let (engine, running) = Self.instance(
                 server, origin: origin, reachability: ManualReachability(.unreachable), limit: 200 * 1024 * 1024, timeout: .seconds(3))
@@ -140,7 +140,7 @@ extension OutboxPostgresBodyTests {
     /// frozen file: each try's chunk read is one of the outbox's statements, so at most four wait on the
     /// lock and the app's own query on the same 8-connection client is answered. (Found by review 7: each
     /// try left a read behind, outside the bound, until the pool was empty.)
-    @Test(.timeLimit(.minutes(3))) func chunkReadsTakeTheStatementsPlacesSoALockCannotDrainThePool() async throws {
+    @Test(.postgres(minutes: 3)) func chunkReadsTakeTheStatementsPlacesSoALockCannotDrainThePool() async throws {
         try await Self.withUploads { server, origin, folder in
             let client = server.makeClient(connections: 8)
             let running = Task { await client.run() }
@@ -181,7 +181,7 @@ extension OutboxPostgresBodyTests {
     /// that read stalled (here it takes 1.5 s, the timeout is 1 s) the origin already had the whole body,
     /// yet the try failed as "body unavailable" (not counted) and the file was sent again: the origin got
     /// it whole three times in 9 s. The body now ends at its frozen length: it is delivered once.
-    @Test(.timeLimit(.minutes(3))) func aFrozenBodyEndsAtItsLengthWithoutAReadPastItsLastChunk() async throws {
+    @Test(.postgres(minutes: 3)) func aFrozenBodyEndsAtItsLengthWithoutAReadPastItsLastChunk() async throws {
         try await Self.withUploads { server, origin, folder in
             let client = server.makeClient()
             let running = Task { await client.run() }
@@ -231,7 +231,7 @@ extension OutboxPostgresBodyTests {
 
     /// A freeze whose caller was told it failed (the chunks' table locked past the timeout) writes no more
     /// chunks once the lock goes. (Found by review 6: it wrote all 40 MB, then its repair deleted them.)
-    @Test(.timeLimit(.minutes(3))) func aFreezeItsCallerWasToldFailedWritesNoMoreChunks() async throws {
+    @Test(.postgres(minutes: 3)) func aFreezeItsCallerWasToldFailedWritesNoMoreChunks() async throws {
         try await Self.withUploads { server, origin, folder in
             let (engine, running) = await Self.slowInstance(server, origin: origin)
             defer { running.cancel() }
@@ -258,7 +258,7 @@ extension OutboxPostgresBodyTests {
 
     /// A server that takes every chunk, slowly (0.5 s each): a 10 MB freeze is not failed while chunks go
     /// in, but the whole of it gets the timeout plus a second per MiB (about 11.5 s here), not 20 s.
-    @Test(.timeLimit(.minutes(3))) func aFreezeTheServerTakesSlowlyEndsWithinItsCeiling() async throws {
+    @Test(.postgres(minutes: 3)) func aFreezeTheServerTakesSlowlyEndsWithinItsCeiling() async throws {
         try await Self.withUploads { server, origin, folder in
             let (engine, running) = await Self.slowInstance(server, origin: origin)
             defer { running.cancel() }

@@ -50,7 +50,7 @@ struct OutboxPostgresBodyTests {
     /// One instance freezes a 600 KB file and a form (a field, a file, a data part) while the origin is
     /// away; the originals change and go; another instance, which never saw them, sends the bytes as
     /// frozen, with the boundary and the `Content-Length` frozen; the chunks go with the outcome.
-    @Test(.timeLimit(.minutes(4))) func filesAndFormsAreKeptInChunksAndSentAsFrozenByAnotherInstance() async throws {
+    @Test(.postgres(minutes: 4)) func filesAndFormsAreKeptInChunksAndSentAsFrozenByAnotherInstance() async throws {
         try await OutboxPostgresTests.withServer { server in
             let origin = try await TestServer.start()
             let folder = try Self.sources()
@@ -100,7 +100,7 @@ struct OutboxPostgresBodyTests {
 
     /// Over the limit, a missing file, a one-shot stream: typed errors, nothing written. A dropped row's
     /// chunks go with it.
-    @Test(.timeLimit(.minutes(4))) func overTheLimitOrMissingWritesNothingAndADropTakesTheChunks() async throws {
+    @Test(.postgres(minutes: 4)) func overTheLimitOrMissingWritesNothingAndADropTakesTheChunks() async throws {
         try await OutboxPostgresTests.withServer { server in
             let origin = try await TestServer.start()
             let folder = try Self.sources()

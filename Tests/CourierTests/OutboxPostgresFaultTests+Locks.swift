@@ -46,7 +46,7 @@ extension OutboxPostgresFaultTests {
     /// Row x's outcome waits for a lock the app holds for 6 s; row y's answer arrives meanwhile. y's lease
     /// is renewed while its outcome waits its turn, so another instance never sends it again; x's outcome is
     /// written once (its attempts counted once); a drop meanwhile answers within its timeout.
-    @Test(.timeLimit(.minutes(6))) func anOutcomeWaitingForTheServerHoldsNoOtherRowsLeaseAndCountsOnce() async throws {
+    @Test(.postgres(minutes: 6)) func anOutcomeWaitingForTheServerHoldsNoOtherRowsLeaseAndCountsOnce() async throws {
         try await OutboxPostgresTests.withServer { server in
             let received = Recorder<String>()
             let transport = FakeTransport { request in
@@ -104,7 +104,7 @@ extension OutboxPostgresFaultTests {
     /// afterwards, the operation waiting for it ends (cancelled) rather than waiting forever. (On a loaded
     /// machine the delete may not reach the server before the drop gives up: then the row stays and the
     /// operation stays frozen. Either way the row and the operation agree.)
-    @Test(.timeLimit(.minutes(6))) func aDropTheServerMakesLateEndsTheWaitingOperation() async throws {
+    @Test(.postgres(minutes: 6)) func aDropTheServerMakesLateEndsTheWaitingOperation() async throws {
         try await OutboxPostgresTests.withServer { server in
             let origin = Origin()
             let (engine, _, running) = OutboxPostgresTests.instance(
@@ -131,7 +131,7 @@ extension OutboxPostgresFaultTests {
     /// typed error, and no more than a few of the store's statements wait on the server meanwhile, so the
     /// app's own queries on the same client (8 connections) still find one. Once the lock goes, what the
     /// stalled freezes wrote is removed, never sent, and freezing works again.
-    @Test(.timeLimit(.minutes(6))) func aTableLockedForLongTakesOnlyAFewOfTheAppsConnections() async throws {
+    @Test(.postgres(minutes: 6)) func aTableLockedForLongTakesOnlyAFewOfTheAppsConnections() async throws {
         try await OutboxPostgresTests.withServer { server in
             let (engine, client, running) = OutboxPostgresTests.instance(
                 server, transport: Origin().transport, reachability: ManualReachability(.unreachable), replays: false,
@@ -179,7 +179,7 @@ extension OutboxPostgresFaultTests {
 
     /// A row still held by its freeze (its caller not yet told it is frozen) is claimed by no one; once the
     /// hold lapses (the freezing process died before giving it back) it is deleted, never sent.
-    @Test(.timeLimit(.minutes(6))) func aRowHeldByAFreezeIsNeverClaimedAndALapsedHoldIsDeleted() async throws {
+    @Test(.postgres(minutes: 6)) func aRowHeldByAFreezeIsNeverClaimedAndALapsedHoldIsDeleted() async throws {
         try await OutboxPostgresTests.withServer { server in
             let (stores, running) = try await Self.stores(server, count: 1)
             defer { for task in running { task.cancel() } }

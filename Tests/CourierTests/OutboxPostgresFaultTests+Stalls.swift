@@ -12,7 +12,7 @@ extension OutboxPostgresFaultTests {
     /// Instance A is sending row R to a slow origin (15 s), renewing its 4 s lease every second. The app
     /// locks the table for 2 s, and six reads of A's outbox give up meanwhile, so that a renewal of R is
     /// refused. Once the lock goes, R's renewals go on: instance B, started then, never sends R.
-    @Test(.timeLimit(.minutes(4))) func aRenewalRefusedDuringAStallDoesNotStopTheRowsRenewals() async throws {
+    @Test(.postgres(minutes: 4)) func aRenewalRefusedDuringAStallDoesNotStopTheRowsRenewals() async throws {
         try await OutboxPostgresTests.withServer { server in
             let seen = Recorder<String>()
             let slow = FakeTransport { request in
@@ -51,7 +51,7 @@ extension OutboxPostgresFaultTests {
     /// Ten reads arrive together while the app keeps the table locked: at most the limit of statements is
     /// left waiting on the server once they have all given up, and the app's own query on the same client
     /// (8 connections) is answered.
-    @Test(.timeLimit(.minutes(4))) func readsArrivingTogetherDuringALockLeaveNoMoreThanTheLimitOnTheServer() async throws {
+    @Test(.postgres(minutes: 4)) func readsArrivingTogetherDuringALockLeaveNoMoreThanTheLimitOnTheServer() async throws {
         try await OutboxPostgresTests.withServer { server in
             let (engine, client, running) = OutboxPostgresTests.instance(
                 server, transport: OutboxPostgresTests.Origin().transport, reachability: ManualReachability(.unreachable), replays: false,

@@ -39,7 +39,7 @@ struct OutboxPostgresFaultTests {
 
     /// The table is locked by another session while a freeze waits for it: the freeze fails after its
     /// timeout, the server then commits the row, and the store removes it again. The origin never gets it.
-    @Test(.timeLimit(.minutes(6))) func aFreezeTheServerCommitsAfterItsCallerGaveUpIsRemovedAndNeverSent() async throws {
+    @Test(.postgres(minutes: 6)) func aFreezeTheServerCommitsAfterItsCallerGaveUpIsRemovedAndNeverSent() async throws {
         try await OutboxPostgresTests.withServer { server in
             let origin = Origin()
             let reachability = ManualReachability(.unreachable)
@@ -75,7 +75,7 @@ struct OutboxPostgresFaultTests {
     /// The server goes down while the origin answers: the outcome cannot be recorded. The instance keeps
     /// the outcome and records it once the server is back, so the row is not sent again when its lease
     /// would have lapsed.
-    @Test(.timeLimit(.minutes(6))) func anOutcomeTheServerCouldNotTakeIsRecordedOnceItIsBackNotSentAgain() async throws {
+    @Test(.postgres(minutes: 6)) func anOutcomeTheServerCouldNotTakeIsRecordedOnceItIsBackNotSentAgain() async throws {
         try await OutboxPostgresTests.withServer { server in
             let received = NIOLockedValueBox(0)
             let transport = FakeTransport { _ in
@@ -111,7 +111,7 @@ struct OutboxPostgresFaultTests {
 
     /// Instance A's clock is an hour behind, B's an hour ahead. A lease A takes still holds for B, a retry
     /// A schedules is due when the server's clock says so, and B does not see rows expire early.
-    @Test(.timeLimit(.minutes(6))) func leasesSchedulesAndExpiriesFollowTheServersClockNotAnInstances() async throws {
+    @Test(.postgres(minutes: 6)) func leasesSchedulesAndExpiriesFollowTheServersClockNotAnInstances() async throws {
         try await OutboxPostgresTests.withServer { server in
             let (stores, running) = try await Self.stores(server, count: 2)
             defer { for task in running { task.cancel() } }
@@ -152,7 +152,7 @@ struct OutboxPostgresFaultTests {
 
     /// A drop from one instance while another holds a live lease (its replay on the wire) removes nothing:
     /// that attempt decides. Once the lease is released, the drop goes through.
-    @Test(.timeLimit(.minutes(6))) func aDropLeavesARowAnotherInstanceIsSendingToThatAttempt() async throws {
+    @Test(.postgres(minutes: 6)) func aDropLeavesARowAnotherInstanceIsSendingToThatAttempt() async throws {
         try await OutboxPostgresTests.withServer { server in
             let (stores, running) = try await Self.stores(server, count: 2)
             defer { for task in running { task.cancel() } }
@@ -177,7 +177,7 @@ struct OutboxPostgresFaultTests {
     /// Outbox names that spell another outbox's index, sequence or key names each get a table of their
     /// own; a name whose table would be another relation (the migrations table, an app's table) fails
     /// with a clear error instead of being used.
-    @Test(.timeLimit(.minutes(6))) func outboxNamesNeverCollideWithAnotherOutboxsIndexesOrAnAppsTables() async throws {
+    @Test(.postgres(minutes: 6)) func outboxNamesNeverCollideWithAnotherOutboxsIndexesOrAnAppsTables() async throws {
         try await OutboxPostgresTests.withServer { server in
             let client = server.makeClient()
             let running = Task { await client.run() }
@@ -211,7 +211,7 @@ struct OutboxPostgresFaultTests {
 
     /// Many tasks using the async API at once on the two threads of the cooperative pool: none waits for
     /// the server on a pool thread, so the client's own pool keeps running and every call answers at once.
-    @Test(.timeLimit(.minutes(6))) func theAsyncAPINeverBlocksTheCooperativePool() async throws {
+    @Test(.postgres(minutes: 6)) func theAsyncAPINeverBlocksTheCooperativePool() async throws {
         try await OutboxPostgresTests.withServer { server in
             let client = server.makeClient()
             let running = Task { await client.run() }
@@ -239,7 +239,7 @@ struct OutboxPostgresFaultTests {
 
     /// Subscribing to an engine's outbox events opens nothing: with the server down, the stream is there
     /// at once, and it carries the events once the outbox works.
-    @Test(.timeLimit(.minutes(6))) func outboxEventsSubscribeWithoutOpeningTheOutbox() async throws {
+    @Test(.postgres(minutes: 6)) func outboxEventsSubscribeWithoutOpeningTheOutbox() async throws {
         try await OutboxPostgresTests.withServer { server in
             let origin = Origin()
             try await server.halt()
@@ -263,7 +263,7 @@ struct OutboxPostgresFaultTests {
 
     /// Freezes into an outbox whose server is down wait on that outbox's queue only: an engine of the same
     /// process freezing into an SQLite outbox is not held up behind them.
-    @Test(.timeLimit(.minutes(6))) func anOutboxWaitingForItsServerHoldsUpNoOtherOutbox() async throws {
+    @Test(.postgres(minutes: 6)) func anOutboxWaitingForItsServerHoldsUpNoOtherOutbox() async throws {
         try await OutboxPostgresTests.withServer { server in
             let origin = Origin()
             let (fleet, _, running) = OutboxPostgresTests.instance(
@@ -295,7 +295,7 @@ struct OutboxPostgresFaultTests {
 
     /// A table of version 1 (no lanes index, no chunks) with a row in it is brought to version 3 when an
     /// instance of this version opens it, and its row is claimed as before.
-    @Test(.timeLimit(.minutes(6))) func aVersionOneTableIsMigratedAndKeepsItsRows() async throws {
+    @Test(.postgres(minutes: 6)) func aVersionOneTableIsMigratedAndKeepsItsRows() async throws {
         try await OutboxPostgresTests.withServer { server in
             let (old, runningOld) = try await Self.stores(server, count: 1, name: "legacy")
             defer { for task in runningOld { task.cancel() } }

@@ -11,7 +11,7 @@ struct OutboxPostgresOpeningTests {
     /// Two engines on one client and outbox name, started together, each freezing at once: the second
     /// opening waits for the first's migration instead of failing (one opening at a time per outbox), and
     /// both requests are frozen.
-    @Test(.timeLimit(.minutes(5))) func enginesOpeningOneOutboxTogetherBothFreeze() async throws {
+    @Test(.postgres(minutes: 2)) func enginesOpeningOneOutboxTogetherBothFreeze() async throws {
         try await OutboxPostgresTests.withServer { server in
             let client = server.makeClient()
             let running = Task { await client.run() }

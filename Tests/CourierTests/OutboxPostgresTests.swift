@@ -68,7 +68,7 @@ struct OutboxPostgresTests {
         return operation
     }
 
-    @Test(.timeLimit(.minutes(6))) func whatOneInstanceFrozeAnotherDeliversAndTheFirstLearnsTheOutcome() async throws {
+    @Test(.postgres(minutes: 6)) func whatOneInstanceFrozeAnotherDeliversAndTheFirstLearnsTheOutcome() async throws {
         try await Self.withServer { server in
             let origin = Origin()
             // Instance A cannot reach the origin and does not replay; instance B can, and waits idle.
@@ -95,7 +95,7 @@ struct OutboxPostgresTests {
     /// The freeze during the outage fails after the outbox's timeout (the client's pool waits for a
     /// connection rather than failing at once); replay of what was frozen before resumes once the server is
     /// back, without anyone asking.
-    @Test(.timeLimit(.minutes(6)))
+    @Test(.postgres(minutes: 6))
     func aServerOutageFailsFreezesWithATypedErrorAndReplayResumesByItself() async throws {
         try await Self.withServer { server in
             let origin = Origin()
@@ -131,7 +131,7 @@ struct OutboxPostgresTests {
 
     /// An instance started while the server is down (its outbox cannot be opened yet) replays once the
     /// server is back, without freezing anything itself.
-    @Test(.timeLimit(.minutes(6))) func anInstanceStartedDuringAnOutageReplaysOnceItIsOver() async throws {
+    @Test(.postgres(minutes: 6)) func anInstanceStartedDuringAnOutageReplaysOnceItIsOver() async throws {
         try await Self.withServer { server in
             let origin = Origin()
             let (a, _, runningA) = Self.instance(server, origin, reachability: ManualReachability(.unreachable), replays: false)
@@ -149,7 +149,7 @@ struct OutboxPostgresTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(6))) func twoInstancesClaimingAtOnceNeverClaimOneRowTwice() async throws {
+    @Test(.postgres(minutes: 6)) func twoInstancesClaimingAtOnceNeverClaimOneRowTwice() async throws {
         try await Self.withServer { server in
             let clients = [server.makeClient(), server.makeClient()]
             let running = clients.map { client in Task { await client.run() } }

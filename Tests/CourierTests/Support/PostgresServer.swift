@@ -1,6 +1,7 @@
 import CourierTestServer
 import Foundation
 import PostgresNIO
+import Testing
 
 extension PostgresServer {
     /// A client of this server with at most `connections` connections; run it (`client.run()`) while it is used.
@@ -58,4 +59,12 @@ extension PostgresServer {
             }
         }
     }
+}
+
+extension Trait where Self == TimeLimitTrait {
+    /// The time limit of a test that runs a server through `PostgresServer.with`: `minutes` of its own, plus
+    /// the wait for its turn. A test's time counts from its start, and tests of the suites run in parallel
+    /// wait there for all those before them: about five minutes in a loaded full run, which a two-minute
+    /// limit once exceeded while the test itself took 12 s.
+    static func postgres(minutes: Int) -> Self { .timeLimit(.minutes(minutes + 6)) }
 }
