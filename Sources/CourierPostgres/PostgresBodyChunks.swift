@@ -4,11 +4,14 @@ import PostgresNIO
 
 /// The body of a frozen file or form, read back from its outbox's chunks one at a time while the replay
 /// sends it: constant memory whatever its size. Each iteration starts over from the first chunk, so a
-/// redirect or a retry sends it again. A row dropped while its body is read ends the sequence early (the
-/// transport then reports a body shorter than its `Content-Length`). Each chunk's read is one of the store's
-/// statements (it takes one of its places); one the server has not returned within the store's timeout fails
-/// the body with ``NetworkError/Code/outboxUnavailable`` (the replay fails and is tried again later), rather
-/// than holding the request and its lane for as long as the server stalls.
+/// redirect or a retry sends it again. The first read also checks the chunks against the frozen length (parts
+/// 0 to n adding up to it): a row damaged or edited since it was frozen fails the body before any of it goes,
+/// with ``FrozenBodyDamaged`` (the row is dead-lettered, never sent with another body). A row dropped while
+/// its body is read ends the sequence early (the transport then reports a body shorter than its
+/// `Content-Length`). Each chunk's read is one of the store's statements (it takes one of its places); one the
+/// server has not returned within the store's timeout fails the body with ``NetworkError/Code/outboxUnavailable``
+/// (the replay fails and is tried again later), rather than holding the request and its lane for as long as
+/// the server stalls.
 struct PostgresBodyChunks: AsyncSequence, Sendable {
     typealias Element = ByteBuffer
     typealias Failure = any Error
@@ -28,13 +31,26 @@ struct PostgresBodyChunks: AsyncSequence, Sendable {
         var isFinished = false
 
         mutating func next() async throws -> ByteBuffer? {
-            guard !isFinished, delivered < chunks.length else { return nil }
-            guard let chunk = try await read(part: part) else {
+            guard !isFinished, part == 0 || delivered < chunks.length else { return nil }
+            guard let chunk = part == 0 ? try await first() : try await read(part: part), chunk.readableBytes > 0 else {
                 isFinished = true
                 return nil
             }
             part += 1
             delivered += Int64(chunk.readableBytes)
+            return chunk
+        }
+
+        /// Chunk 0, once the chunks are known to add up to the frozen length.
+        private func first() async throws -> ByteBuffer? {
+            let (store, id, length) = (chunks.store, chunks.id, chunks.length)
+            let (chunk, isWhole) = try await store.boundedStatement("read part 0 of the frozen body") {
+                try await store.schema.firstChunk(id: id, length: length, client: store.client)
+            }
+            guard isWhole else {
+                let detail = "the outbox's copy of its body is damaged: its chunks do not add up to its frozen length of \(length) bytes"
+                throw NetworkError(.outboxUnavailable, detail, underlying: FrozenBodyDamaged(detail))
+            }
             return chunk
         }
 

@@ -254,6 +254,23 @@ struct PostgresOutboxSchema: Sendable {
         return found
     }
 
+    /// Chunk 0 of a row's body (`nil` when there is none), and whether its chunks are whole: parts 0 to n
+    /// adding up to `length` (their sizes, read from their TOAST pointers, not their bytes). One statement,
+    /// so a check costs the replay no round trip; a row damaged or edited since it was frozen is found
+    /// before any of its body goes.
+    func firstChunk(id: String, length: Int64, client: PostgresClient) async throws -> (chunk: ByteBuffer?, isWhole: Bool) {
+        var found: (ByteBuffer?, Bool) = (nil, false)
+        for try await row in try await client.query("""
+            SELECT (SELECT chunk FROM \(unescaped: bodies) WHERE id = \(id) AND part = 0),
+                (SELECT count(*) = coalesce(max(part), -1) + 1 AND coalesce(min(part), 0) = 0
+                    AND coalesce(sum(octet_length(chunk)), 0) = \(length) FROM \(unescaped: bodies) WHERE id = \(id))
+            """, logger: Self.silent
+        ).decode((ByteBuffer?, Bool).self) {
+            found = row
+        }
+        return found
+    }
+
     /// Gives back the lease a freeze holds its row with (its caller was told it is frozen), and tells
     /// listening instances.
     func release(id: String, owner: String, client: PostgresClient) async throws {
@@ -374,8 +391,9 @@ struct PostgresOutboxSchema: Sendable {
             lastStatus: column("last_status", as: Int.self), lastError: column("last_error", as: String.self),
             orderingKey: column("ordering_key", as: String.self), pipeline: column("pipeline", as: String.self))
         if requirements.contains(OutboxRecord.bodyChunksRequirement) {
-            // A body in chunks, without its length, is damaged: never sent with another body.
-            guard let length = column("body_length", as: Int64.self), length >= 0 else { return nil }
+            // A body in chunks, without its length (or with none: an empty body is kept in the row), is
+            // damaged: never sent with another body.
+            guard let length = column("body_length", as: Int64.self), length > 0 else { return nil }
             record.chunkedBodyLength = length
         }
         return record

@@ -19,10 +19,11 @@ extension PostgresOutboxStore {
         let write: @Sendable (OutboxRecord, _ isAbandoned: @escaping @Sendable () -> Bool) async throws -> Void
         let progress = NIOLockedValueBox(0)
         var ceiling: Duration?
-        if let source, source.isFileOrForm {
+        let measured = try source.flatMap { source throws(NetworkError) in source.isFileOrForm ? try measure(source, limit: limit) : nil }
+        if let prepared = measured, prepared.length != 0 {
             // A file or a form: measured first (a missing file, or one over the limit, is a typed error
-            // with nothing written), then written in chunks with its row, in one transaction.
-            let prepared = try measure(source, limit: limit)
+            // with nothing written), then written in chunks with its row, in one transaction. (An empty file
+            // is an empty body in the row: a row in chunks always has some, which its first read checks.)
             let length = prepared.length ?? 0
             record.body = nil
             record.chunkedBodyLength = length
@@ -40,7 +41,7 @@ extension PostgresOutboxStore {
             if let source, !source.isReplayable {
                 throw NetworkError(.bodyNotReplayable, "a one-shot stream body cannot be frozen; send it as .data or .file to freeze it")
             }
-            let data = bytes ?? source?.bytes
+            let data = measured != nil ? Data() : bytes ?? source?.bytes
             if let data, data.count > limit {
                 throw NetworkError(.frozenBodyTooLarge, "the body (\(data.count) bytes) is larger than the \(limit) bytes a frozen request may keep")
             }

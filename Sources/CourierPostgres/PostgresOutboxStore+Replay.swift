@@ -88,29 +88,38 @@ extension PostgresOutboxStore {
         let (result, damaged) = try await schema.transaction(client) { connection -> (OutboxClaimResult, [String]) in
             // The oldest pending row of each lane (rows without an ordering key share the host's lane), read
             // without locks: instances claiming at once each lock only the head they chose, not every lane's.
-            let rows = try await connection.query(schema.laneHeads(of: pipeline), logger: silent)
             var heads: [String: (record: OutboxRecord, fact: ReplayStateMachine.Head)] = [:]
             var facts: [ReplayStateMachine.Head] = []
             var damaged: [String] = []
             var now = localNow
-            for try await row in rows {
-                let columns = row.makeRandomAccess()
-                if let serverNow = Self.serverNow(columns) { now = serverNow }
-                guard let record = PostgresOutboxSchema.record(columns) else {
-                    // A row this version cannot read is set aside (never deleted, never sent as something else).
-                    if let seq = try? columns["seq"].decode(Int.self) {
-                        try await connection.query("UPDATE \(unescaped: table) SET dead_reason = 'damaged' WHERE seq = \(seq)", logger: silent)
+            // A head set aside or deleted here is followed by the next row of its lane: the heads are read
+            // again (a few times at most), so that row is not left waiting for the next wake-up.
+            for _ in 0..<4 {
+                heads.removeAll()
+                facts.removeAll()
+                var removedAHead = false
+                for try await row in try await connection.query(schema.laneHeads(of: pipeline), logger: silent) {
+                    let columns = row.makeRandomAccess()
+                    if let serverNow = Self.serverNow(columns) { now = serverNow }
+                    guard let record = PostgresOutboxSchema.record(columns) else {
+                        // A row this version cannot read is set aside (never deleted, never sent as something else).
+                        if let seq = try? columns["seq"].decode(Int.self) {
+                            try await connection.query("UPDATE \(unescaped: table) SET dead_reason = 'damaged' WHERE seq = \(seq)", logger: silent)
+                            removedAHead = true
+                        }
+                        if let id = try? columns["id"].decode(String.self) { damaged.append(id) }
+                        continue
                     }
-                    if let id = try? columns["id"].decode(String.self) { damaged.append(id) }
-                    continue
+                    if Self.isLapsedFreeze(columns, now: now) {
+                        try await connection.query("DELETE FROM \(unescaped: table) WHERE id = \(record.id) AND lease_owner LIKE '%#freeze'", logger: silent)
+                        removedAHead = true
+                        continue
+                    }
+                    let fact = Self.head(record, columns, now: now)
+                    heads[record.id] = (record, fact)
+                    facts.append(fact)
                 }
-                if Self.isLapsedFreeze(columns, now: now) {
-                    try await connection.query("DELETE FROM \(unescaped: table) WHERE id = \(record.id) AND lease_owner LIKE '%#freeze'", logger: silent)
-                    continue
-                }
-                let fact = Self.head(record, columns, now: now)
-                heads[record.id] = (record, fact)
-                facts.append(fact)
+                if !removedAHead { break }
             }
             // The head chosen is locked (`SKIP LOCKED`: one another instance is claiming now is passed over,
             // its lane theirs) and read again: settled or claimed meanwhile, it is decided afresh.

@@ -325,4 +325,20 @@ struct ReplayStateMachineTests {
         let (completion, _) = machine.attemptFinished(id: "b", attempts: 0, outcome: .couldNotConnect, now: 10_000, jitter: 1)
         #expect(completion == .retry(at: 10_001), "a new row's first failure waits the base delay")
     }
+
+    /// Review 11: a copy found damaged as it was read (a PostgreSQL outbox's chunks that do not add up to
+    /// the frozen length) is dead-lettered as `bodyUnavailable` at once, not counted as an attempt, and the
+    /// lane goes on with its next row without a backoff.
+    @Test func aBodyFoundDamagedAsItIsReadIsDeadLetteredAndItsLaneGoesOn() {
+        #expect(!Machine.countsAsAttempt(.bodyDamaged))
+        var machine = Machine(isReachable: true, backoff: .init(base: 1, cap: 60))
+        _ = machine.timerFired()
+        _ = machine.headClaimed(head("a"), decision: .send)
+        let (completion, next) = machine.attemptFinished(id: "a", attempts: 0, outcome: .bodyDamaged, now: 100, jitter: 1)
+        #expect(completion == .deadLettered(.bodyUnavailable))
+        #expect(next != .idle, "the lane's next row is claimed at once")
+        _ = machine.headClaimed(head("b"), decision: .send)
+        let (after, _) = machine.attemptFinished(id: "b", attempts: 0, outcome: .couldNotConnect, now: 200, jitter: 1)
+        #expect(after == .retry(at: 201), "the next row starts with the base delay")
+    }
 }

@@ -207,8 +207,10 @@ final class OutboxReplayer: Sendable {
                 // A body the outbox could not read back (its server stalled) is the outbox's failure, not the
                 // origin's: not an attempt, tried less and less often while it lasts, and not again at once
                 // when the host answers another request (``ReplayStateMachine/Outcome/bodyUnavailable``).
+                // A copy found damaged as it was read is dead-lettered, never sent with another body.
                 let connectFailure = error.code == .cannotConnect || error.code == .notConnected
-                outcome = error.code == .outboxUnavailable ? .bodyUnavailable : !sent ? .notSent : connectFailure ? .couldNotConnect : .noAnswer
+                outcome = error.underlying is FrozenBodyDamaged ? .bodyDamaged
+                    : error.code == .outboxUnavailable ? .bodyUnavailable : !sent ? .notSent : connectFailure ? .couldNotConnect : .noAnswer
             }
         }
         let now = Date().timeIntervalSince1970

@@ -95,6 +95,10 @@ package struct ReplayStateMachine {
         /// each one in a row, as for a host that cannot be reached, but an answer from the host does not
         /// end it (the host is not what failed).
         case bodyUnavailable
+        /// The outbox's copy of the frozen body turned out damaged as it was read (``FrozenBodyDamaged``):
+        /// the request it would send is not the one frozen, so the row is dead-lettered as
+        /// ``OutboxEntry/DeadLetterReason/bodyUnavailable``. Not an attempt: the origin got at most the head.
+        case bodyDamaged
     }
 
     /// What becomes of a row after an attempt.
@@ -189,7 +193,7 @@ package struct ReplayStateMachine {
     /// Whether an attempt with this outcome counts against ``NetworkOperation/maximumAttempts``: only
     /// one that reached the server (answered, or sent and unanswered).
     static func countsAsAttempt(_ outcome: Outcome) -> Bool {
-        outcome != .notSent && outcome != .couldNotConnect && outcome != .bodyUnavailable
+        outcome != .notSent && outcome != .couldNotConnect && outcome != .bodyUnavailable && outcome != .bodyDamaged
     }
 
     /// The delay before attempt `attempts + 1` after `attempts` failed ones: `base * 2^(attempts-1)`,
@@ -203,6 +207,7 @@ package struct ReplayStateMachine {
 
     /// What an answer means for a row.
     static func classify(_ outcome: Outcome) -> Completion? {
+        if outcome == .bodyDamaged { return .deadLettered(.bodyUnavailable) }
         guard case .answered(let status, _) = outcome else { return nil }
         if (200..<300).contains(status) { return .delivered }
         if status == 401 || status == 403 { return .deadLettered(.unauthorized) }
@@ -318,7 +323,7 @@ package struct ReplayStateMachine {
             failuresBeforeServer[lane] = (id, earlier + 1)
         case .notSent:
             lanesAfterNoConnection.remove(lane)
-        case .answered, .noAnswer:
+        case .answered, .noAnswer, .bodyDamaged:
             lanesAfterNoConnection.remove(lane)
             failuresBeforeServer[lane] = nil
         }

@@ -1,0 +1,80 @@
+import CourierTestServer
+import Foundation
+import PostgresNIO
+import Testing
+@testable import Courier
+@testable import CourierPostgres
+
+extension OutboxPostgresBodyTests {
+    /// Ways a frozen file's row and chunks can stop agreeing (a restore, a hand edit, a bad migration), for a
+    /// 600,000-byte file kept as parts 0, 1 and 2 (262,144, 262,144 and 75,712 bytes).
+    static let damages = [
+        #"UPDATE "courier_outbox_uploads" SET body_length = 262144"#,
+        #"UPDATE "courier_outbox_uploads" SET body_length = 600100"#,
+        #"INSERT INTO "courier_outbox_uploads$bodies" SELECT id, 3, '\xdeadbeef'::bytea FROM "courier_outbox_uploads""#,
+        #"DELETE FROM "courier_outbox_uploads$bodies" WHERE part = 2"#,
+        #"UPDATE "courier_outbox_uploads$bodies" SET part = 5 WHERE part = 1"#,
+        #"UPDATE "courier_outbox_uploads$bodies" SET chunk = chunk || '\x41'::bytea WHERE part = 0"#,
+    ]
+
+    /// Review 11: once a body in chunks ended at its frozen length, a row whose length was lowered to a
+    /// chunk's end sent that much of the file, and the outbox recorded it delivered. Now the first read checks
+    /// that the parts are 0 to n and add up to the length: a row that does not is dead-lettered as
+    /// `bodyUnavailable` (not an attempt), kept with its chunks, and no body reaches the origin.
+    @Test(.postgres(minutes: 2), arguments: damages)
+    func aBodyWhoseChunksDoNotAddUpToItsLengthIsDeadLetteredNotSent(damage: String) async throws {
+        try await Self.withUploads { server, origin, folder in
+            let client = server.makeClient()
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            let (engine, reachability, op) = try await Self.frozenFile(
+                600_000, in: folder, origin: origin, client: client,
+                retry: OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200)))
+            #expect(try await Self.chunks(server) == 3)
+            _ = try await server.psql(damage)
+            reachability.setStatus(.reachable(via: .wired))
+            let ended = await eventually(timeout: .seconds(15)) { op.isFinished }
+            #expect(ended, "the operation hears that its request was given up")
+            if ended { #expect(await failure(of: op)?.code == .deadLettered) }
+            let row = try await server.psql(#"SELECT coalesce(outcome, '-'), dead_reason, attempts, last_error FROM "courier_outbox_uploads""#)
+            #expect(row.hasPrefix("-|bodyUnavailable|0|") && row.contains("do not add up"), "\(row)")
+            #expect(try await Self.chunks(server) > 0, "its chunks are kept until the row is dropped")
+            #expect(!origin.recordedRequests.contains { $0.method == "POST" && !$0.body.isEmpty }, "\(origin.recordedRequests.map(\.body.count))")
+            withExtendedLifetime(engine) {}
+        }
+    }
+
+    /// An empty file is frozen as an empty body in its row, not as chunks: a row in chunks always has some
+    /// (its first read checks them), so one whose length was set to 0 is set aside as damaged, never sent
+    /// empty. The empty file itself is delivered empty.
+    @Test(.postgres(minutes: 2)) func anEmptyFileIsKeptInItsRowAndARowInChunksOfLengthZeroIsSetAside() async throws {
+        try await Self.withUploads { server, origin, folder in
+            let client = server.makeClient()
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            let (engine, reachability, big) = try await Self.frozenFile(
+                600_000, in: folder, origin: origin, client: client,
+                retry: OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200)))
+            let empty = folder.appendingPathComponent("empty.bin")
+            try Data().write(to: empty)
+            let op = await Self.freeze(engine, .file(empty), path: "echo?empty")
+            #expect(op.state == .frozen)
+            #expect(try await server.psql(#"SELECT count(*) FROM "courier_outbox_uploads" WHERE body_length IS NULL AND body = ''"#) == "1\n")
+            #expect(try await Self.chunks(server) == 3, "the 600 kB file's chunks only")
+            _ = try await server.psql(#"UPDATE "courier_outbox_uploads" SET body_length = 0 WHERE body_length = 600000"#)
+            reachability.setStatus(.reachable(via: .wired))
+            let delivered = await eventually(timeout: .seconds(15)) { op.isFinished }
+            let rows = (try? await server.psql(#"SELECT body_length, outcome, dead_reason, last_error FROM "courier_outbox_uploads" ORDER BY seq"#)) ?? ""
+            #expect(delivered, "the empty file is delivered: \(rows)")
+            if delivered { #expect(try await op.response().statusCode == 200) }
+            let setAside = await Self.until(.seconds(15)) {
+                (try? await server.psql(#"SELECT dead_reason FROM "courier_outbox_uploads" WHERE body_length = 0"#)) == "damaged\n"
+            }
+            #expect(setAside)
+            #expect(!origin.recordedRequests.contains { $0.method == "POST" && !$0.body.isEmpty }, "\(origin.recordedRequests.map(\.body.count))")
+            #expect(origin.recordedRequests.contains { $0.method == "POST" && $0.path.hasPrefix("/echo") && $0.body.isEmpty })
+            _ = big
+            withExtendedLifetime(engine) {}
+        }
+    }
+}
