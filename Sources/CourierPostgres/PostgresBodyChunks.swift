@@ -44,8 +44,13 @@ struct PostgresBodyChunks: AsyncSequence, Sendable {
         /// Chunk 0, once the chunks are known to add up to the frozen length.
         private func first() async throws -> ByteBuffer? {
             let (store, id, length) = (chunks.store, chunks.id, chunks.length)
-            let (chunk, isWhole) = try await store.boundedStatement("read part 0 of the frozen body") {
+            let (chunk, isWhole, isPending) = try await store.boundedStatement("read part 0 of the frozen body") {
                 try await store.schema.firstChunk(id: id, length: length, client: store.client)
+            }
+            guard isPending else {
+                // Settled meanwhile (delivered by an instance that took the lease over): not damaged. The try
+                // fails as an outbox's failure, which changes nothing, and the operation learns the outcome.
+                throw NetworkError(.outboxUnavailable, "the outbox no longer holds this request as pending")
             }
             guard isWhole else {
                 let detail = "the outbox's copy of its body is damaged: its chunks do not add up to its frozen length of \(length) bytes"

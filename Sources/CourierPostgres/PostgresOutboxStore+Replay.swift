@@ -93,8 +93,9 @@ extension PostgresOutboxStore {
             var damaged: [String] = []
             var now = localNow
             // A head set aside or deleted here is followed by the next row of its lane: the heads are read
-            // again (a few times at most), so that row is not left waiting for the next wake-up.
-            for _ in 0..<4 {
+            // again until none is removed (each pass removes a row for good; bounded all the same), so that
+            // row is not left waiting for the next wake-up.
+            for _ in 0..<256 {
                 heads.removeAll()
                 facts.removeAll()
                 var removedAHead = false

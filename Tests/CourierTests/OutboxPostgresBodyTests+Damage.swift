@@ -77,4 +77,33 @@ extension OutboxPostgresBodyTests {
             withExtendedLifetime(engine) {}
         }
     }
+
+    /// Review 12: six heads of one lane set aside in one claim (chunked rows of length 0) ahead of a
+    /// healthy row: the claim reads the lane again until no head is removed, and the healthy row is sent
+    /// (after four it waited for the next wake-up, with none coming).
+    @Test(.postgres(minutes: 2)) func manyHeadsSetAsideInOneClaimDoNotHoldBackTheLanesNextRow() async throws {
+        try await Self.withUploads { server, origin, folder in
+            let client = server.makeClient()
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            let (engine, reachability, first) = try await Self.frozenFile(
+                1000, in: folder, origin: origin, client: client,
+                retry: OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200)))
+            var damaged = [first]
+            for index in 1..<6 {
+                let file = folder.appendingPathComponent("\(index).bin")
+                try Data(count: 1000).write(to: file)
+                damaged.append(await Self.freeze(engine, .file(file)))
+            }
+            let healthy = await Self.freeze(engine, .data(Data("healthy".utf8)), path: "echo?healthy")
+            #expect(damaged.allSatisfy { $0.state == .frozen } && healthy.state == .frozen)
+            _ = try await server.psql(#"UPDATE "courier_outbox_uploads" SET body_length = 0 WHERE body_length IS NOT NULL"#)
+            reachability.setStatus(.reachable(via: .wired))
+            let sent = await eventually(timeout: .seconds(15)) { healthy.isFinished }
+            #expect(sent, "the healthy row behind six set-aside heads is sent")
+            if sent { #expect(try await healthy.response().statusCode == 200) }
+            #expect(try await server.psql(#"SELECT count(*) FROM "courier_outbox_uploads" WHERE dead_reason = 'damaged'"#) == "6\n")
+            withExtendedLifetime(engine) {}
+        }
+    }
 }
