@@ -47,15 +47,7 @@ struct PostgresBodyChunks: AsyncSequence, Sendable {
             let (chunk, isWhole, isPending) = try await store.boundedStatement("read part 0 of the frozen body") {
                 try await store.schema.firstChunk(id: id, length: length, client: store.client)
             }
-            guard isPending else {
-                // Settled meanwhile (delivered by an instance that took the lease over): not damaged. The try
-                // fails as an outbox's failure, which changes nothing, and the operation learns the outcome.
-                throw NetworkError(.outboxUnavailable, "the outbox no longer holds this request as pending")
-            }
-            guard isWhole else {
-                let detail = "the outbox's copy of its body is damaged: its chunks do not add up to its frozen length of \(length) bytes"
-                throw NetworkError(.outboxUnavailable, detail, underlying: FrozenBodyDamaged(detail))
-            }
+            if let failure = PostgresBodyChunks.failure(isWhole: isWhole, isPending: isPending, length: length) { throw failure }
             return chunk
         }
 
@@ -67,5 +59,18 @@ struct PostgresBodyChunks: AsyncSequence, Sendable {
                 try await store.schema.chunk(id: id, part: part, client: store.client)
             }
         }
+    }
+
+    /// Why a body whose chunks were found so cannot be sent, or `nil`: a row settled meanwhile (delivered
+    /// by an instance that took the lease over) is not damaged, and fails the try as an outbox's failure,
+    /// which changes nothing (the operation learns the outcome); chunks that are not whole are
+    /// ``FrozenBodyDamaged``.
+    static func failure(isWhole: Bool, isPending: Bool, length: Int64) -> NetworkError? {
+        guard isPending else { return NetworkError(.outboxUnavailable, "the outbox no longer holds this request as pending") }
+        guard isWhole else {
+            let detail = "the outbox's copy of its body is damaged: its chunks do not add up to its frozen length of \(length) bytes"
+            return NetworkError(.outboxUnavailable, detail, underlying: FrozenBodyDamaged(detail))
+        }
+        return nil
     }
 }

@@ -243,37 +243,6 @@ struct PostgresOutboxSchema: Sendable {
             """
     }
 
-    /// Chunk `part` of a row's body; `nil` past its last (or when the row is gone).
-    func chunk(id: String, part: Int, client: PostgresClient) async throws -> ByteBuffer? {
-        var found: ByteBuffer?
-        for try await chunk in try await client.query(
-            "SELECT chunk FROM \(unescaped: bodies) WHERE id = \(id) AND part = \(part)", logger: Self.silent
-        ).decode(ByteBuffer.self) {
-            found = chunk
-        }
-        return found
-    }
-
-    /// Chunk 0 of a row's body (`nil` when there is none), and whether its chunks are whole: parts 0 to n
-    /// adding up to `length` (their sizes, read from their TOAST pointers, not their bytes). One statement,
-    /// so a check costs the replay no round trip; a row damaged or edited since it was frozen is found
-    /// before any of its body goes.
-    /// `isPending` tells a damaged row from one settled meanwhile (another instance whose lease it took over
-    /// delivered it, and its chunks went with the outcome): only a pending row is judged.
-    func firstChunk(id: String, length: Int64, client: PostgresClient) async throws -> (chunk: ByteBuffer?, isWhole: Bool, isPending: Bool) {
-        var found: (ByteBuffer?, Bool, Bool) = (nil, false, false)
-        for try await row in try await client.query("""
-            SELECT (SELECT chunk FROM \(unescaped: bodies) WHERE id = \(id) AND part = 0),
-                (SELECT count(*) = coalesce(max(part), -1) + 1 AND coalesce(min(part), 0) = 0
-                    AND coalesce(sum(octet_length(chunk)), 0) = \(length) FROM \(unescaped: bodies) WHERE id = \(id)),
-                EXISTS (SELECT 1 FROM \(unescaped: table) WHERE id = \(id) AND outcome IS NULL)
-            """, logger: Self.silent
-        ).decode((ByteBuffer?, Bool, Bool).self) {
-            found = row
-        }
-        return found
-    }
-
     /// Gives back the lease a freeze holds its row with (its caller was told it is frozen), and tells
     /// listening instances.
     func release(id: String, owner: String, client: PostgresClient) async throws {

@@ -116,4 +116,14 @@ extension PostgresOutboxStore {
         }
         return record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
     }
+
+    func checkBody(of record: OutboxRecord) -> NetworkError? {
+        guard let length = record.chunkedBodyLength else { return nil }
+        do {
+            let (isWhole, isPending) = try blocking { [self] in try await schema.bodyState(id: record.id, length: length, client: client) }
+            return PostgresBodyChunks.failure(isWhole: isWhole, isPending: isPending, length: length)
+        } catch {
+            return NetworkError(.outboxUnavailable, "could not check the chunks of the frozen body: \(Self.describe(error))")
+        }
+    }
 }

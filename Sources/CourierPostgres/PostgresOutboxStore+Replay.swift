@@ -222,8 +222,14 @@ extension PostgresOutboxStore {
     func complete(id: String, _ completion: ReplayStateMachine.Completion, status: Int?, error: String?, counted: Bool, now: Double) {
         untilRecorded(id: id) { [self] in try await record(id: id, completion, status: status, error: error, counted: counted, now: now) }
         switch completion {
-        case .retry: notify(.due)
-        default: notify(.settled)
+        case .retry:
+            notify(.due)
+            // A row another instance settled while this replay was on its way (its lease lapsed here) is not
+            // this retry's: the notice of that outcome came while the row was being replayed, and was not
+            // for its waiting operation then. The operation looks at its row again.
+            if listeners.attachedOperation(for: id) != nil { heard(.settled) }
+        default:
+            notify(.settled)
         }
     }
 

@@ -106,4 +106,88 @@ extension OutboxPostgresBodyTests {
             withExtendedLifetime(engine) {}
         }
     }
+
+    /// Review 12: the chunks were checked only at the body's first read, after the request's head had gone;
+    /// an origin that answers a head at once (here: 200 to its first bytes, then it closes) got the
+    /// damaged row recorded delivered. Now a claimed row's chunks are checked before its request is built:
+    /// the origin gets nothing, and the row is dead-lettered as `bodyUnavailable`, not an attempt.
+    @Test(.postgres(minutes: 2)) func aDamagedBodyIsFoundBeforeAnOriginThatAnswersHeadsGetsAnything() async throws {
+        try await Self.withUploads { server, _, folder in
+            let early = try await RawResponseServer.start(
+                replyingWith: Array("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".utf8))
+            defer { Task { try? await early.shutdown() } }
+            let client = server.makeClient()
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            let reachability = ManualReachability(.unreachable)
+            let engine = NetworkEngine(baseURL: "http://127.0.0.1:\(early.port)", configuration: .init {
+                $0.reachability = reachability
+                $0.outbox = .postgres(client: client, name: "uploads", timeout: .seconds(2))
+                $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200))
+            }, queue: NetworkQueue())
+            var ops: [NetworkOperation] = []
+            for index in 0..<3 {
+                let file = folder.appendingPathComponent("early\(index).bin")
+                try OutboxFileBodyTests.pattern(600_000).write(to: file)
+                ops.append(await Self.freeze(engine, .file(file), path: "upload?n=\(index)"))
+            }
+            #expect(ops.allSatisfy { $0.state == .frozen })
+            _ = try await server.psql(#"UPDATE "courier_outbox_uploads" SET body_length = 262144"#)
+            reachability.setStatus(.reachable(via: .wired))
+            let ended = await eventually(timeout: .seconds(20)) { ops.allSatisfy(\.isFinished) }
+            #expect(ended)
+            for op in ops where op.isFinished { #expect(await failure(of: op)?.code == .deadLettered) }
+            let rows = try await server.psql(#"SELECT coalesce(outcome, '-'), dead_reason, attempts FROM "courier_outbox_uploads" ORDER BY seq"#)
+            #expect(rows == String(repeating: "-|bodyUnavailable|0\n", count: 3), "\(rows)")
+            #expect(early.received.isEmpty, "the origin got: \(early.received.prefix(200))")
+            withExtendedLifetime(engine) {}
+        }
+    }
+
+    /// Review 12: instance A's replay waits 3 s for its answer while its lease lapses (as if its renewals had
+    /// not reached the server), and instance B delivers the row (its chunks go with the outcome). A then
+    /// follows the 307 it got and reads the body again: a row settled meanwhile is not damaged, so A's
+    /// operation learns that its request was delivered, not that it was given up.
+    @Test(.postgres(minutes: 2)) func aRowDeliveredByAnotherInstanceWhileARedirectIsFollowedIsReportedDelivered() async throws {
+        try await Self.withUploads { server, _, folder in
+            let origin = try await SlowFirstRedirectServer.start(delay: .seconds(3))
+            defer { Task { try? await origin.shutdown() } }
+            func instance(_ reachability: ManualReachability) -> (NetworkEngine, Task<Void, Never>) {
+                let client = server.makeClient()
+                let running = Task { await client.run() }
+                let engine = NetworkEngine(baseURL: "http://127.0.0.1:\(origin.port)", configuration: .init {
+                    $0.reachability = reachability
+                    $0.outbox = .postgres(client: client, name: "uploads", timeout: .seconds(5))
+                    $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200))
+                }, queue: NetworkQueue())
+                return (engine, running)
+            }
+            let (aReach, bReach) = (ManualReachability(.unreachable), ManualReachability(.unreachable))
+            let (a, runningA) = instance(aReach)
+            let (b, runningB) = instance(bReach)
+            defer { runningA.cancel(); runningB.cancel() }
+            let file = folder.appendingPathComponent("redirected.bin")
+            try OutboxFileBodyTests.pattern(600_000).write(to: file)
+            let op = await Self.freeze(a, .file(file), path: "slow307")
+            #expect(op.state == .frozen)
+            _ = await offThePool { b.outbox?.entries.count }
+            aReach.setStatus(.reachable(via: .wired))
+            #expect(await eventually(timeout: .seconds(10)) { origin.requests.count == 1 }, "A's replay reached the origin")
+            _ = try await server.psql(#"UPDATE "courier_outbox_uploads" SET lease_owner = 'lapsed', lease_expires = 0"#)
+            bReach.setStatus(.reachable(via: .wired))
+            let delivered = await Self.until(.seconds(10)) {
+                (try? await server.psql(#"SELECT outcome FROM "courier_outbox_uploads""#)) == "delivered\n"
+            }
+            #expect(delivered, "B delivered the row")
+            #expect(await eventually(timeout: .seconds(15)) { op.isFinished })
+            if op.isFinished {
+                let error = await failure(of: op)
+                #expect(error == nil, "the row was delivered, yet A's operation says \(String(describing: error))")
+            }
+            let requests = origin.requests
+            #expect(requests.filter { $0.path == "/slow307" }.map(\.bodyBytes) == [600_000, 600_000], "\(requests)")
+            #expect(!requests.contains { $0.path == "/done" }, "A's redirect sent no body once the row was settled: \(requests)")
+            withExtendedLifetime((a, b)) {}
+        }
+    }
 }

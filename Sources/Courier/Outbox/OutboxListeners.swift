@@ -122,7 +122,7 @@ package final class OutboxListeners: Sendable {
     }
 
     /// The frozen operation waiting for a row's outcome, if it is alive in this process (left in the table).
-    func attachedOperation(for id: String) -> NetworkOperation? {
+    package func attachedOperation(for id: String) -> NetworkOperation? {
         state.withLockedValue { $0.operations[id] }
     }
 

@@ -131,9 +131,14 @@ final class OutboxReplayer: Sendable {
                     if case .deadLetter = decision { deadLettered(record) }
                     action = state.withLockedValue { $0.machine.headClaimed(head, decision: decision) }
                     if case .send = action {
-                        // The other lanes are looked at once this one's request is on its way.
-                        guard send(record) else { return }
-                        action = state.withLockedValue { $0.isStopped ? .idle : $0.machine.sendStarted() }
+                        if let failure = database.checkBody(of: record) {
+                            // Its body cannot be sent (damaged, or the store cannot read it now): nothing goes.
+                            action = attemptFinished(record, result: .failure(failure), sent: false)
+                        } else {
+                            // The other lanes are looked at once this one's request is on its way.
+                            guard send(record) else { return }
+                            action = state.withLockedValue { $0.isStopped ? .idle : $0.machine.sendStarted() }
+                        }
                     }
                 }
             }
@@ -170,8 +175,9 @@ final class OutboxReplayer: Sendable {
             database.work.async { [self] in
                 // The lease is renewed until the outcome is recorded: an outcome waiting its turn behind
                 // another that the server is slow to take must not let this row's lease lapse.
-                attemptFinished(record, result: result, sent: sent)
+                let next = attemptFinished(record, result: result, sent: sent)
                 renewal.cancel()
+                run(next)
             }
         }
         operation.monitorReplay(of: record.entry)
@@ -190,7 +196,8 @@ final class OutboxReplayer: Sendable {
         return LeaseRenewal(timer: timer)
     }
 
-    private func attemptFinished(_ record: OutboxRecord, result: Result<NetworkResponse, NetworkError>, sent: Bool) {
+    /// Records and reports what became of a row's attempt; returns what the replay does next.
+    private func attemptFinished(_ record: OutboxRecord, result: Result<NetworkResponse, NetworkError>, sent: Bool) -> ReplayStateMachine.Action {
         let outcome: ReplayStateMachine.Outcome
         var response: NetworkResponse?
         var errorText: String?
@@ -259,7 +266,7 @@ final class OutboxReplayer: Sendable {
             updated.nextAttemptAt = at
             publish(.retryScheduled(updated.entry))
         }
-        run(next)
+        return next
     }
 
     private func deadLettered(_ record: OutboxRecord) {

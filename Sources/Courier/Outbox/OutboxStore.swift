@@ -35,6 +35,16 @@ package protocol OutboxStore: AnyObject, Sendable {
     /// The body to replay a row with.
     func requestBody(of record: OutboxRecord) -> RequestBody?
 
+    /// Why a claimed row's body cannot be sent, asked before its replay's request is built; `nil` when it
+    /// can (or when the store only finds out as it reads the body). A store that keeps bodies apart from
+    /// their rows checks them here, so that a damaged copy is found before the origin gets anything: a
+    /// server may answer a request's head before it reads the body, and the row would be recorded
+    /// delivered. Runs on the work queue, bounded by the store's timeout.
+    /// - Returns: ``NetworkError/Code/outboxUnavailable``, with ``FrozenBodyDamaged`` as its
+    ///   ``NetworkError/underlying`` when the copy is damaged (the row is dead-lettered), without when it
+    ///   could not be checked (the replay is tried again later, not counted as an attempt).
+    func checkBody(of record: OutboxRecord) -> NetworkError?
+
     // MARK: Reading and managing
 
     /// Every pending row and dead letter (of one origin, if given), oldest first; unreadable rows left out.
@@ -86,6 +96,9 @@ package enum OutboxClaimResult: Sendable {
 }
 
 extension OutboxStore {
+    /// The embedded store's bodies are checked as they are read (``OutboxBodyStore``).
+    package func checkBody(of record: OutboxRecord) -> NetworkError? { nil }
+
     /// Every pending row and dead letter, oldest first; none when the store cannot be read.
     package func records() -> [OutboxRecord] { (try? records(origin: nil)) ?? [] }
 
