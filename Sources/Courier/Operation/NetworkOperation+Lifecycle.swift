@@ -155,8 +155,9 @@ extension NetworkOperation {
         headers: HTTPFields, redirects: RedirectPolicy?, decompression: Decompression?, timeouts: NetworkEngine.Timeouts,
         destination: ResponseDestination, reportsInformational: Bool, interceptors: InterceptorChain
     ) -> PreparedRequest {
-        let configuration = context.configuration
-        return PreparedRequest(
+        // Each field read from the context's configuration where it is used: a local copy of the whole
+        // configuration retains every one of its references, on every request.
+        PreparedRequest(
             method: method,
             url: requestURL ?? URL(string: "http://invalid.invalid")!,
             headers: headers,
@@ -165,12 +166,12 @@ extension NetworkOperation {
             options: TransportOptions(
                 connectTimeout: timeouts.connect,
                 readTimeout: timeouts.read,
-                decompression: decompression ?? configuration.decompression,
+                decompression: decompression ?? context.configuration.decompression,
                 connection: context.connection),
-            redirects: redirects ?? configuration.redirects,
-            maximumBodySize: configuration.maximumResponseBodySize,
+            redirects: redirects ?? context.configuration.redirects,
+            maximumBodySize: context.configuration.maximumResponseBodySize,
             totalTimeout: timeouts.total,
-            logger: configuration.logger,
+            logger: context.configuration.logger,
             sensitiveNames: context.sensitiveNames,
             reportsInformational: reportsInformational,
             isMonitored: context.monitors != nil,
@@ -318,15 +319,14 @@ extension NetworkOperation {
 
     /// Applies the engine's acceptable status codes and content types.
     func validate(_ response: NetworkResponse) -> Result<NetworkResponse, NetworkError> {
-        let configuration = context.configuration
         // A 304 answers a request the application made conditional itself: it is what it asked for.
         let answersCondition = response.statusCode == 304 && isConditionalByCaller
-        guard answersCondition || configuration.acceptableStatusCodes.contains(response.statusCode) else {
+        guard answersCondition || context.configuration.acceptableStatusCodes.contains(response.statusCode) else {
             return .failure(NetworkError(
                 .unacceptableStatus, "the server answered \(response.statusCode) \(response.status.reasonPhrase)",
                 url: response.url.absoluteString, response: response))
         }
-        if let acceptable = configuration.acceptableContentTypes, !response.body.isEmpty {
+        if let acceptable = context.configuration.acceptableContentTypes, !response.body.isEmpty {
             let mediaType = response.mediaType ?? ""
             let matches = acceptable.contains { pattern in
                 let pattern = pattern.lowercased()

@@ -237,13 +237,12 @@ struct RequestExecutor: Sendable {
         of response: TransportResponse, for request: PreparedRequest, progress: ProgressSink
     ) async throws -> Data {
         let limit = request.maximumBodySize
-        let url = request.url.absoluteString
-        let declaredLength = response.headers[.contentLength].flatMap { Int64($0) }
+        let (declaredLength, isEncoded) = Self.framing(of: response.headers)
         if request.method != .head, let declaredLength, declaredLength > Int64(limit) {
-            throw NetworkError(.bodyTooLarge, "the body of \(declaredLength) bytes exceeds the limit of \(limit) bytes", url: url)
+            throw NetworkError(
+                .bodyTooLarge, "the body of \(declaredLength) bytes exceeds the limit of \(limit) bytes", url: request.url.absoluteString)
         }
         // A compressed body's length says nothing about the decompressed bytes we count.
-        let isEncoded = response.headers[.contentEncoding].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
         let total = (isEncoded || request.method == .head) ? nil : declaredLength
         var buffer = ByteBuffer()
         if let total, total > 0 { buffer.reserveCapacity(Int(total)) }
@@ -251,7 +250,7 @@ struct RequestExecutor: Sendable {
         var meter = ProgressMeter(total: total, at: .now)
         for try await part in response.body {
             guard buffer.readableBytes + part.readableBytes <= limit else {
-                throw NetworkError(.bodyTooLarge, "the body exceeds the limit of \(limit) bytes", url: url)
+                throw NetworkError(.bodyTooLarge, "the body exceeds the limit of \(limit) bytes", url: request.url.absoluteString)
             }
             buffer.writeImmutableBuffer(part)
             if let report = meter.add(part.readableBytes, at: .now) { progress.download(report) }
@@ -263,6 +262,28 @@ struct RequestExecutor: Sendable {
             progress.download(report)
         }
         return Data(buffer.readableBytesView)
+    }
+
+    /// A response's `Content-Length` (`nil` when absent, unreadable or given twice differently) and whether a
+    /// `Content-Encoding` other than `identity` applies, read in one pass over the fields (a lookup by name
+    /// joins every value into a new string, once per name, on every response).
+    static func framing(of headers: HTTPFields) -> (length: Int64?, isEncoded: Bool) {
+        var length: Int64?
+        var lengths = 0
+        var isEncoded = false
+        for field in headers {
+            if field.name == .contentLength {
+                lengths += 1
+                let value = Int64(field.value)
+                length = lengths == 1 || value == length ? value : nil
+            } else if field.name == .contentEncoding, !isEncoded {
+                isEncoded = field.value.split(separator: ",").contains {
+                    let coding = $0.trimmingCharacters(in: .whitespaces)
+                    return !coding.isEmpty && coding.lowercased() != "identity"
+                }
+            }
+        }
+        return (length, isEncoded)
     }
 
     func discardBody(of response: TransportResponse) async throws {
