@@ -50,13 +50,18 @@ enum SmallGets {
     /// The baseline: async-http-client configured as Courier configures it, `inFlight` workers, through its
     /// async API; with `futureBased`, through `execute(request:delegate:)` and its accumulator instead (the
     /// profile mode `ahcdelegate`: on this version both cost the same per request).
-    static func rawAHC(_ urls: [String], inFlight: Int, futureBased: Bool = false) async throws -> Figures {
+    ///
+    /// With `inATask` (the profile mode `ahctask`, a diagnosis), each request runs in a task of its own that
+    /// the worker awaits, as Courier runs each flight: what that hop alone costs.
+    static func rawAHC(_ urls: [String], inFlight: Int, futureBased: Bool = false, inATask: Bool = false) async throws -> Figures {
         try await measure(urls.count) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for worker in 0..<inFlight {
                     group.addTask {
                         for index in stride(from: worker, to: urls.count, by: inFlight) {
-                            let (status, bytes) = futureBased ? try await futureGet(urls[index]) : try await asyncGet(urls[index])
+                            let url = urls[index]
+                            let (status, bytes) = inATask ? try await Task { try await asyncGet(url) }.value
+                                : futureBased ? try await futureGet(url) : try await asyncGet(url)
                             guard status == .ok, bytes == 1024 else { throw BenchError("bad answer \(status)") }
                         }
                     }
