@@ -45,7 +45,7 @@ struct PostgresBodyChunks: AsyncSequence, Sendable {
         private func first() async throws -> ByteBuffer? {
             let (store, id, length) = (chunks.store, chunks.id, chunks.length)
             let (chunk, isWhole, isPending) = try await store.boundedStatement("read part 0 of the frozen body") {
-                try await store.schema.firstChunk(id: id, length: length, client: store.client)
+                try await store.schema.firstChunk(id: id, length: length, owner: store.owner, client: store.client)
             }
             if let failure = PostgresBodyChunks.failure(isWhole: isWhole, isPending: isPending, length: length) { throw failure }
             return chunk
@@ -62,11 +62,13 @@ struct PostgresBodyChunks: AsyncSequence, Sendable {
     }
 
     /// Why a body whose chunks were found so cannot be sent, or `nil`: a row settled meanwhile (delivered
-    /// by an instance that took the lease over) is not damaged, and fails the try as an outbox's failure,
-    /// which changes nothing (the operation learns the outcome); chunks that are not whole are
-    /// ``FrozenBodyDamaged``.
+    /// by an instance that took the lease over), or leased to another instance now, is not damaged, and fails
+    /// the try as an outbox's failure, which changes nothing (the operation learns the outcome); chunks that
+    /// are not whole are ``FrozenBodyDamaged``.
     static func failure(isWhole: Bool, isPending: Bool, length: Int64) -> NetworkError? {
-        guard isPending else { return NetworkError(.outboxUnavailable, "the outbox no longer holds this request as pending") }
+        guard isPending else {
+            return NetworkError(.outboxUnavailable, "the outbox no longer holds this request as pending for this instance")
+        }
         guard isWhole else {
             let detail = "the outbox's copy of its body is damaged: its chunks do not add up to its frozen length of \(length) bytes"
             return NetworkError(.outboxUnavailable, detail, underlying: FrozenBodyDamaged(detail))

@@ -117,13 +117,19 @@ extension PostgresOutboxStore {
         return record.body.map { RequestBody.data($0, contentType: record.headers[.contentType] ?? "application/octet-stream") }
     }
 
-    func checkBody(of record: OutboxRecord) -> NetworkError? {
+    func bodyCheck(for record: OutboxRecord) -> (@Sendable () async -> NetworkError?)? {
         guard let length = record.chunkedBodyLength else { return nil }
-        do {
-            let (isWhole, isPending) = try blocking { [self] in try await schema.bodyState(id: record.id, length: length, client: client) }
-            return PostgresBodyChunks.failure(isWhole: isWhole, isPending: isPending, length: length)
-        } catch {
-            return NetworkError(.outboxUnavailable, "could not check the chunks of the frozen body: \(Self.describe(error))")
+        return { [self] in
+            do {
+                let (isWhole, isPending) = try await boundedStatement("check the chunks of the frozen body") { [self] in
+                    try await schema.bodyState(id: record.id, length: length, owner: owner, client: client)
+                }
+                return PostgresBodyChunks.failure(isWhole: isWhole, isPending: isPending, length: length)
+            } catch let error as NetworkError {
+                return error
+            } catch {
+                return NetworkError(.outboxUnavailable, "could not check the chunks of the frozen body: \(Self.describe(error))")
+            }
         }
     }
 }

@@ -131,14 +131,9 @@ final class OutboxReplayer: Sendable {
                     if case .deadLetter = decision { deadLettered(record) }
                     action = state.withLockedValue { $0.machine.headClaimed(head, decision: decision) }
                     if case .send = action {
-                        if let failure = database.checkBody(of: record) {
-                            // Its body cannot be sent (damaged, or the store cannot read it now): nothing goes.
-                            action = attemptFinished(record, result: .failure(failure), sent: false)
-                        } else {
-                            // The other lanes are looked at once this one's request is on its way.
-                            guard send(record) else { return }
-                            action = state.withLockedValue { $0.isStopped ? .idle : $0.machine.sendStarted() }
-                        }
+                        // The other lanes are looked at once this one's request is on its way.
+                        guard send(record) else { return }
+                        action = state.withLockedValue { $0.isStopped ? .idle : $0.machine.sendStarted() }
                     }
                 }
             }
@@ -169,6 +164,8 @@ final class OutboxReplayer: Sendable {
             return false
         }
         database.listeners.replayStarted(operation, for: record.id)
+        // Renewed from the claim on, its body's check included: a check that waits for its store must not let
+        // the lease lapse and another instance send the row too.
         let renewal = renewLease(of: record.id)
         operation.whenFinished { [self] result in
             let sent = operation.storage.withLockedValue { $0.machine.hasStarted }
@@ -181,7 +178,21 @@ final class OutboxReplayer: Sendable {
             }
         }
         operation.monitorReplay(of: record.entry)
-        operation.submit()
+        guard let check = database.bodyCheck(for: record) else {
+            operation.submit()
+            return true
+        }
+        // A body kept apart from its row is checked before its request is built, off the work queue (other
+        // lanes are claimed and sent meanwhile): one found damaged, or that cannot be checked now, ends the
+        // replay with that failure and nothing is sent. A drop meanwhile ends it as cancelled
+        // (``OutboxStore/dropReplayInFlight(_:)``), and it is not submitted.
+        Task { [database] in
+            let failure = await check()
+            database.work.async {
+                guard !operation.isFinished else { return }
+                if let failure { operation.finish(.failure(failure)) } else { operation.submit() }
+            }
+        }
         return true
     }
 

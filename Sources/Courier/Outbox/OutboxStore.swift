@@ -35,15 +35,18 @@ package protocol OutboxStore: AnyObject, Sendable {
     /// The body to replay a row with.
     func requestBody(of record: OutboxRecord) -> RequestBody?
 
-    /// Why a claimed row's body cannot be sent, asked before its replay's request is built; `nil` when it
-    /// can (or when the store only finds out as it reads the body). A store that keeps bodies apart from
-    /// their rows checks them here, so that a damaged copy is found before the origin gets anything: a
-    /// server may answer a request's head before it reads the body, and the row would be recorded
-    /// delivered. Runs on the work queue, bounded by the store's timeout.
-    /// - Returns: ``NetworkError/Code/outboxUnavailable``, with ``FrozenBodyDamaged`` as its
-    ///   ``NetworkError/underlying`` when the copy is damaged (the row is dead-lettered), without when it
-    ///   could not be checked (the replay is tried again later, not counted as an attempt).
-    func checkBody(of record: OutboxRecord) -> NetworkError?
+    /// How to check a claimed row's body before its replay's request is built, or `nil` when there is nothing
+    /// to check (the body is in the row, or the store finds damage only as it reads the body). A store that
+    /// keeps bodies apart from their rows checks them here, so that a damaged copy is found before the origin
+    /// gets anything: a server may answer a request's head before it reads the body, and the row would be
+    /// recorded delivered. The check runs in a task, off the work queue (other lanes go on meanwhile), and
+    /// bounds its own wait.
+    /// - Returns: A check whose answer is `nil` when the body can be sent; else
+    ///   ``NetworkError/Code/outboxUnavailable``, with ``FrozenBodyDamaged`` as its
+    ///   ``NetworkError/underlying`` when the copy is damaged (the row is dead-lettered), without when it could
+    ///   not be checked or is no longer this process's to send (the replay is tried again later, not counted
+    ///   as an attempt).
+    func bodyCheck(for record: OutboxRecord) -> (@Sendable () async -> NetworkError?)?
 
     // MARK: Reading and managing
 
@@ -97,7 +100,7 @@ package enum OutboxClaimResult: Sendable {
 
 extension OutboxStore {
     /// The embedded store's bodies are checked as they are read (``OutboxBodyStore``).
-    package func checkBody(of record: OutboxRecord) -> NetworkError? { nil }
+    package func bodyCheck(for record: OutboxRecord) -> (@Sendable () async -> NetworkError?)? { nil }
 
     /// Every pending row and dead letter, oldest first; none when the store cannot be read.
     package func records() -> [OutboxRecord] { (try? records(origin: nil)) ?? [] }
@@ -162,7 +165,12 @@ extension OutboxStore {
     /// reported cancelled that the server then answered. Returns whether it was such a row.
     package func dropReplayInFlight(_ id: String) -> Bool {
         guard let replay = listeners.noteDropOfReplay(id) else { return false }
-        replay.context.queue.cancelIfNotStarted(replay)
+        if replay.state == .ready {
+            // Not submitted yet (its body is being checked): nothing was sent, and it never will be.
+            replay.finish(.failure(.cancelled(url: replay.urlString)))
+        } else {
+            replay.context.queue.cancelIfNotStarted(replay)
+        }
         return true
     }
 }
