@@ -8,19 +8,6 @@ import Testing
 /// Review 13: a claimed row's chunks are checked before its request is built. The check must keep the row's
 /// lease, hold back no other lane, and settle the waiting operation whatever happened to the row meanwhile.
 extension OutboxPostgresBodyTests {
-    static func checkingInstance(
-        _ server: PostgresServer, origin: TestServer, reachability: ManualReachability, timeout: Duration, lease: Duration = .seconds(120)
-    ) -> (NetworkEngine, Task<Void, Never>) {
-        let client = server.makeClient()
-        let running = Task { await client.run() }
-        let engine = NetworkEngine(baseURL: origin.baseURL, configuration: .init {
-            $0.reachability = reachability
-            $0.outbox = .postgres(client: client, name: "uploads", timeout: timeout)
-            $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200), lease: lease)
-        }, queue: NetworkQueue())
-        return (engine, running)
-    }
-
     static func freeze(_ engine: NetworkEngine, _ body: RequestBody, path: String = "echo", lane: String?) async -> NetworkOperation {
         let op = engine.operation(path: path, method: .post, body: body)
         op.isFreezable = true
@@ -40,8 +27,8 @@ extension OutboxPostgresBodyTests {
     @Test(.postgres(minutes: 2)) func aRowsLeaseIsRenewedWhileItsBodyIsCheckedSoNoOtherInstanceSendsItToo() async throws {
         try await Self.withUploads { server, origin, folder in
             let (aReach, bReach) = (ManualReachability(.unreachable), ManualReachability(.unreachable))
-            let (a, runningA) = Self.checkingInstance(server, origin: origin, reachability: aReach, timeout: .seconds(8), lease: .seconds(1))
-            let (b, runningB) = Self.checkingInstance(server, origin: origin, reachability: bReach, timeout: .seconds(8), lease: .seconds(1))
+            let (a, runningA) = Self.instance(server, origin: origin, reachability: aReach, timeout: .seconds(8), lease: .seconds(1))
+            let (b, runningB) = Self.instance(server, origin: origin, reachability: bReach, timeout: .seconds(8), lease: .seconds(1))
             defer { runningA.cancel(); runningB.cancel() }
             let file = folder.appendingPathComponent("once.bin")
             try OutboxFileBodyTests.pattern(600_000).write(to: file)
@@ -67,7 +54,7 @@ extension OutboxPostgresBodyTests {
     @Test(.postgres(minutes: 2)) func aStalledBodyCheckHoldsBackNoOtherLane() async throws {
         try await Self.withUploads { server, origin, folder in
             let reachability = ManualReachability(.unreachable)
-            let (engine, running) = Self.checkingInstance(server, origin: origin, reachability: reachability, timeout: .seconds(3))
+            let (engine, running) = Self.instance(server, origin: origin, reachability: reachability, timeout: .seconds(3))
             defer { running.cancel() }
             let file = folder.appendingPathComponent("x.bin")
             try OutboxFileBodyTests.pattern(600_000).write(to: file)
@@ -94,7 +81,7 @@ extension OutboxPostgresBodyTests {
     func aRowSettledElsewhereWhileItsBodyIsCheckedIsReportedAndNotSent(outcome: String) async throws {
         try await Self.withUploads { server, origin, folder in
             let reachability = ManualReachability(.unreachable)
-            let (engine, running) = Self.checkingInstance(server, origin: origin, reachability: reachability, timeout: .seconds(8), lease: .seconds(1))
+            let (engine, running) = Self.instance(server, origin: origin, reachability: reachability, timeout: .seconds(8), lease: .seconds(1))
             defer { running.cancel() }
             let file = folder.appendingPathComponent("settled.bin")
             try OutboxFileBodyTests.pattern(600_000).write(to: file)
@@ -120,7 +107,7 @@ extension OutboxPostgresBodyTests {
     @Test(.postgres(minutes: 2)) func aRowDroppedWhileItsBodyIsCheckedIsNeverSent() async throws {
         try await Self.withUploads { server, origin, folder in
             let reachability = ManualReachability(.unreachable)
-            let (engine, running) = Self.checkingInstance(server, origin: origin, reachability: reachability, timeout: .seconds(8))
+            let (engine, running) = Self.instance(server, origin: origin, reachability: reachability, timeout: .seconds(8))
             defer { running.cancel() }
             let file = folder.appendingPathComponent("dropped.bin")
             try OutboxFileBodyTests.pattern(600_000).write(to: file)

@@ -12,14 +12,14 @@ struct OutboxPostgresBodyTests {
     /// An engine of the in-process origin whose outbox is `uploads` on `server`, with its own client.
     static func instance(
         _ server: PostgresServer, origin: TestServer, reachability: ManualReachability, limit: Int = 100 * 1024 * 1024,
-        timeout: Duration = .seconds(15)
+        timeout: Duration = .seconds(15), lease: Duration = .seconds(120)
     ) -> (NetworkEngine, Task<Void, Never>) {
         let client = server.makeClient()
         let running = Task { await client.run() }
         let engine = NetworkEngine(baseURL: origin.baseURL, configuration: .init {
             $0.reachability = reachability
             $0.outbox = .postgres(client: client, name: "uploads", timeout: timeout)
-            $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200))
+            $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(20), maximumDelay: .milliseconds(200), lease: lease)
             $0.maximumFrozenBodySize = limit
         }, queue: NetworkQueue())
         return (engine, running)
