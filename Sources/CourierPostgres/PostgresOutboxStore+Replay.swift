@@ -122,6 +122,11 @@ extension PostgresOutboxStore {
                 }
                 if !removedAHead { break }
             }
+            // A lane whose head this process is replaying is busy, whatever its lease says: two engines sharing
+            // this store share its lease owner, so a lease that lapsed while one of them checked or sent the row
+            // would let the other claim and send it too.
+            let replaying = Set(listeners.replaying)
+            if !replaying.isEmpty { facts.removeAll { replaying.contains($0.id) } }
             // The head chosen is locked (`SKIP LOCKED`: one another instance is claiming now is passed over,
             // its lane theirs) and read again: settled or claimed meanwhile, it is decided afresh.
             var passedOver: ReplayStateMachine.Head?

@@ -127,4 +127,47 @@ extension OutboxPostgresBodyTests {
             withExtendedLifetime(engine) {}
         }
     }
+
+    /// Review 14: two engines of one process share one store, and so one lease owner. Engine 1's checks of
+    /// two rows wait on the locked chunks' table while the app holds the outbox's table in share mode (its
+    /// lease renewals wait), so both leases lapse; engine 2 then claims. A row this process is replaying is
+    /// never claimed again by it: each row is sent once. (Engine 2 claimed row a, whose lease owner was its
+    /// own, and both engines sent it.)
+    @Test(.postgres(minutes: 2)) func twoEnginesSharingAStoreNeverBothSendARowWhoseLeaseLapsed() async throws {
+        try await Self.withUploads { server, origin, folder in
+            let client = server.makeClient()
+            let running = Task { await client.run() }
+            defer { running.cancel() }
+            func engine(_ reachability: ManualReachability) -> NetworkEngine {
+                NetworkEngine(baseURL: origin.baseURL, configuration: .init {
+                    $0.reachability = reachability
+                    $0.outbox = .postgres(client: client, name: "uploads", timeout: .seconds(8))
+                    $0.outboxRetry = OutboxRetry(initialDelay: .milliseconds(50), maximumDelay: .milliseconds(200), lease: .seconds(1))
+                }, queue: NetworkQueue())
+            }
+            let (first, second) = (ManualReachability(.unreachable), ManualReachability(.unreachable))
+            let (one, two) = (engine(first), engine(second))
+            var ops: [NetworkOperation] = []
+            for lane in ["a", "b"] {
+                let file = folder.appendingPathComponent("\(lane).bin")
+                try OutboxFileBodyTests.pattern(600_000).write(to: file)
+                ops.append(await Self.freeze(one, .file(file), path: "echo?lane=\(lane)", lane: lane))
+            }
+            #expect(ops.allSatisfy { $0.state == .frozen })
+            _ = await offThePool { two.outbox?.entries.count }
+            let lock = try await OutboxPostgresFaultTests.lockTable(server, "courier_outbox_uploads$bodies", seconds: 5)
+            first.setStatus(.reachable(via: .wired))
+            #expect(await Self.until(.seconds(3)) { ((try? await OutboxPostgresFaultTests.statementsWaitingOnLocks(server)) ?? 0) >= 2 })
+            let share = Task { try await server.psql(#"BEGIN; LOCK TABLE "courier_outbox_uploads" IN SHARE MODE; SELECT pg_sleep(4); COMMIT;"#) }
+            try await Task.sleep(for: .milliseconds(1800))
+            second.setStatus(.reachable(via: .wired))
+            _ = try? await share.value
+            _ = try? await lock.value
+            #expect(await eventually(timeout: .seconds(20)) { ops.allSatisfy(\.isFinished) })
+            try await Task.sleep(for: .seconds(2))
+            let sent = origin.recordedRequests.filter { $0.method == "POST" }.map(\.uri).sorted()
+            #expect(sent == ["/echo?lane=a", "/echo?lane=b"], "sent \(sent)")
+            withExtendedLifetime((one, two)) {}
+        }
+    }
 }
