@@ -29,9 +29,9 @@ extension PostgresOutboxSchema {
         try await bodyState(id: id, length: length, owner: owner, withFirstChunk: true, client: client)
     }
 
-    /// Whether a row's chunks are whole and the row still pending, without reading any chunk's bytes: asked
-    /// before a replay's request is built, so that a damaged body is found before the origin gets anything
-    /// (a server may answer a request's head before it reads the body).
+    /// Whether a row's chunks are whole and the row still pending and leased to `owner`, without reading any
+    /// chunk's bytes: asked before a replay's request is built, so that a damaged body is found before the
+    /// origin gets anything (a server may answer a request's head before it reads the body).
     func bodyState(id: String, length: Int64, owner: String, client: PostgresClient) async throws -> (isWhole: Bool, isPending: Bool) {
         let state = try await bodyState(id: id, length: length, owner: owner, withFirstChunk: false, client: client)
         return (state.isWhole, state.isPending)
