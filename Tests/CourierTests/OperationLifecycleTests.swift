@@ -189,4 +189,59 @@ struct OperationLifecycleTests {
         try await engine.send(op)
         #expect(transport.requestCount == 1)
     }
+
+    /// The first task awaiting `response()` is resumed through a slot of the operation, later ones as
+    /// observers: each hears the one outcome once, after every handler ran, whether they wait before the
+    /// answer, while it is under way, or after it.
+    @Test(arguments: [false, true]) func everyTaskAwaitingAnOperationHearsItsOutcomeAfterItsHandlers(withHandler: Bool) async throws {
+        let release = AsyncStream<Void>.makeStream()
+        let engine = NetworkEngine.fake(FakeTransport { _ in
+            for await _ in release.stream { break }
+            return FakeTransport.reply(body: "done")
+        })
+        let handled = Counter()
+        let op = engine.operation(path: "x")
+        if withHandler {
+            op.onCompletion { _ in
+                Thread.sleep(forTimeInterval: 0.05)   // a slow handler: the awaiters must still come after it
+                handled.hit()
+            }
+        }
+        let waiters = (0..<3).map { _ in
+            Task { () throws -> (String?, Int) in
+                let response = try await op.response()
+                return (response.string, handled.count())
+            }
+        }
+        #expect(await eventually { op.state == .executing })
+        release.continuation.yield()
+        for waiter in waiters {
+            let (body, handlersRun) = try await waiter.value
+            #expect(body == "done")
+            #expect(handlersRun == (withHandler ? 1 : 0))
+        }
+        let late = try await op.response()
+        #expect(late.string == "done")
+        #expect(handled.count() == (withHandler ? 1 : 0))
+
+        // Cancelled while three tasks wait: each hears the cancel once.
+        let hanging = NetworkEngine.fake(Self.hanging(Counter()))
+        let other = hanging.operation(path: "y")
+        let cancelled = (0..<3).map { _ in
+            Task { () -> NetworkError.Code? in
+                do {
+                    _ = try await other.response()
+                    return nil
+                } catch {
+                    return (error as? NetworkError)?.code
+                }
+            }
+        }
+        #expect(await eventually { other.state == .executing })
+        other.cancel()
+        for waiter in cancelled {
+            let code = await waiter.value
+            #expect(code == .cancelled)
+        }
+    }
 }

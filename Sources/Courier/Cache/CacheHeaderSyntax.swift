@@ -116,8 +116,11 @@ enum CacheHeaderSyntax {
 
     /// `s` with ASCII letters lowercased (header names and directive names are case-insensitive;
     /// non-ASCII is left alone so nothing locale-dependent happens).
+    /// Text with no capital letter, the common case (a host, a scheme, a directive), is returned as it is,
+    /// without building an array and a string.
     static func asciiLowercased(_ s: some StringProtocol) -> String {
-        String(decoding: s.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
+        guard s.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return String(s) }
+        return String(decoding: s.utf8.map { $0 >= 0x41 && $0 <= 0x5A ? $0 + 0x20 : $0 }, as: UTF8.self)
     }
 
     /// A field value normalised as RFC 9111 §4.1 allows for Vary matching: each line trimmed, runs

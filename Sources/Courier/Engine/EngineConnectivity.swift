@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Logging
 import NIOConcurrencyHelpers
+import Synchronization
 
 /// An engine's link to the network: it follows the engine's ``Reachability``, sets the engine's width
 /// in the shared queue, decides what happens to an operation enqueued while the host is unreachable,
@@ -55,6 +56,8 @@ final class EngineConnectivity: Sendable {
     /// The engine's request pipeline, as its outbox rows name it; `nil` when its base URL is invalid.
     let pipeline: OutboxPipeline?
     private let state = NIOLockedValueBox(State())
+    /// The status last applied (``code(of:)``; 0 before the first), read without the lock by ``admit(_:)``.
+    private let appliedCode = Atomic<UInt8>(0)
 
     init(
         engineID: UInt64, queue: NetworkQueue, baseURL: URL?, configuration: NetworkEngine.Configuration,
@@ -161,6 +164,7 @@ final class EngineConnectivity: Sendable {
             }
             let isFirst = state.appliedStatus == nil
             state.appliedStatus = status
+            appliedCode.store(Self.code(of: status), ordering: .releasing)
             var released: [NetworkOperation] = []
             if status.isReachable {
                 for (_, entry) in state.held { entry.timer?.cancel() }
@@ -181,6 +185,17 @@ final class EngineConnectivity: Sendable {
         if let handler { callbackQueue.async { handler(status) } }
     }
 
+    /// A status as a small number: 1 unreachable, 2 and up reachable over each kind of link.
+    private static func code(of status: ReachabilityStatus) -> UInt8 {
+        switch status {
+        case .unreachable: 1
+        case .reachable(.wifi): 2
+        case .reachable(.cellular): 3
+        case .reachable(.wired): 4
+        case .reachable(.other): 5
+        }
+    }
+
     /// Whether the status last applied says the host cannot be reached.
     private var isUnreachable: Bool { state.withLockedValue { $0.appliedStatus.map { !$0.isReachable } ?? false } }
 
@@ -188,7 +203,9 @@ final class EngineConnectivity: Sendable {
     /// ``ManualReachability/setStatus(_:)`` or the system is never missed).
     func admit(_ operation: NetworkOperation) -> Admission {
         let status = reachability.status
-        apply()
+        // The status read is the one applied already (every request but those after a change): nothing to
+        // apply, and no lock to take for it. A changed status goes through ``apply(_:)`` as before.
+        if Self.code(of: status) != appliedCode.load(ordering: .acquiring) { apply() }
         if status.isReachable { return .go }
         let (isFreezable, isReplay, timeout) = operation.storage.withLockedValue { ($0.isFreezable, $0.isReplay, $0.connectivityTimeout) }
         if isFreezable && !isReplay && outboxLocation != nil { return .freeze }

@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import Synchronization
 extension NetworkOperation {
     /// What happens to an operation, as an element of ``events``.
     public enum Event: Sendable {
@@ -36,16 +37,18 @@ extension NetworkOperation {
         let result = await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
                 waiter.wait(continuation)
-                // The handlers were dispatched on the callback queue before the outcome was published:
-                // hopping through that queue delivers the result after every one of them ran. An operation
-                // that never had a handler has nothing there, and does not wait for that queue.
-                whenFinished { [self, queue = context.configuration.callbackQueue] outcome in
-                    if storage.withLockedValue({ $0.hasHadHandlers }) {
-                        queue.async { waiter.resume(outcome) }
+                let finished = storage.withLockedValue { storage -> (Result<NetworkResponse, NetworkError>, Bool)? in
+                    if let outcome = storage.machine.outcome { return (outcome, storage.hasHadHandlers) }
+                    if storage.waiter == nil {
+                        storage.waiter = waiter
                     } else {
-                        waiter.resume(outcome)
+                        storage.observers.append { [self] outcome in
+                            resume(waiter, with: outcome, hadHandlers: self.storage.withLockedValue { $0.hasHadHandlers })
+                        }
                     }
+                    return nil
                 }
+                if let (outcome, hadHandlers) = finished { resume(waiter, with: outcome, hadHandlers: hadHandlers) }
             }
         } onCancel: {
             if isKept {
@@ -59,6 +62,18 @@ extension NetworkOperation {
         }
         waiter.settled()
         return try result.get()
+    }
+
+    /// Resumes a task awaiting ``response()``. The handlers were dispatched on the callback queue before the
+    /// outcome was published: hopping through that queue delivers the result after every one of them ran.
+    /// An operation that never had a handler has nothing there, and does not wait for that queue. Only
+    /// schedules work (``notify(_:)`` calls it once the operation's lock is released).
+    func resume(_ waiter: OutcomeWaiter, with outcome: Result<NetworkResponse, NetworkError>, hadHandlers: Bool) {
+        if hadHandlers {
+            context.configuration.callbackQueue.async { waiter.resume(outcome) }
+        } else {
+            waiter.resume(outcome)
+        }
     }
 
     /// The answers of a ``CachePolicy/cachedThenFresh`` operation: `.cached` when something is stored,
@@ -174,10 +189,11 @@ extension NetworkOperation {
 /// wait, whichever comes first, even when the wait is cancelled before the continuation exists.
 final class OutcomeWaiter: Sendable {
     private typealias Outcome = Result<NetworkResponse, NetworkError>
-    private let state = NIOLockedValueBox<(continuation: UnsafeContinuation<Outcome, Never>?, early: Outcome?, isDone: Bool)>((nil, nil, false))
+    /// Inline in the waiter (a `Mutex`, not a separately allocated box): one allocation per awaited response.
+    private let state = Mutex<(continuation: UnsafeContinuation<Outcome, Never>?, early: Outcome?, isDone: Bool)>((nil, nil, false))
 
     func wait(_ continuation: UnsafeContinuation<Result<NetworkResponse, NetworkError>, Never>) {
-        state.withLockedValue { state in
+        state.withLock { state in
             if let early = state.early {
                 continuation.resume(returning: early)
             } else {
@@ -190,7 +206,7 @@ final class OutcomeWaiter: Sendable {
         // Resumed under the lock (resuming only schedules the task), and the task takes the lock once it
         // runs again (``settled()``): that orders everything the resuming thread did before the task goes
         // on, which ThreadSanitizer cannot otherwise see for a continuation resumed from a dispatch queue.
-        state.withLockedValue { state in
+        state.withLock { state in
             guard !state.isDone else { return }
             state.isDone = true
             guard let continuation = state.continuation else {
@@ -204,6 +220,6 @@ final class OutcomeWaiter: Sendable {
 
     /// Called by the waiting task after it resumed (see ``resume(_:)``).
     func settled() {
-        state.withLockedValue { _ in }
+        state.withLock { _ in }
     }
 }

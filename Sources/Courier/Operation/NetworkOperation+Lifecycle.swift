@@ -19,12 +19,12 @@ extension NetworkOperation {
             case .submit:
                 dispatchStateChange(.waiting, in: storage)
                 monitorEnqueue(in: &storage)
-                return (action, storage.dependencies, [] as [Observer])
+                return (action, storage.dependencies, OutcomeNotice.none)
             case .finished:
                 monitorEnqueue(in: &storage)
                 return (action, [], publishOutcome(&storage))
             case .none:
-                return (action, [], [])
+                return (action, [], .none)
             }
         }
         switch action {
@@ -93,7 +93,7 @@ extension NetworkOperation {
                 acceptableStatusCodes: context.configuration.acceptableStatusCodes, queueThrottle: context.queue.throttle)
             destination.maximumFileSize = context.configuration.maximumDownloadSize
             let interceptors = InterceptorChain(
-                interceptors: context.configuration.pipeline(adding: storage.interceptors), isReplay: storage.isReplay,
+                interceptors: context.pipeline(adding: storage.interceptors), isReplay: storage.isReplay,
                 engineOrigin: context.connectivity.origin,
                 freezesWhenOffline: storage.isFreezable && !storage.isReplay && context.connectivity.outboxLocation != nil)
             var prepared = makePreparedRequest(
@@ -237,7 +237,8 @@ extension NetworkOperation {
                 context.configuration.callbackQueue.async { for handler in handlers { handler(progress) } }
             }
             for stream in storage.streams.values { stream.yield(event(progress)) }
-            emit(isProgress: true) { monitor($0, $1, progress) }
+            // Checked first: the closure would be allocated for an engine without monitors too.
+            if context.monitors != nil { emit(isProgress: true) { monitor($0, $1, progress) } }
         }
     }
 

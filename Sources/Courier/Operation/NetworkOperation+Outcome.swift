@@ -18,7 +18,7 @@ extension NetworkOperation {
     /// finished before its handlers are dispatched.
     func finish(_ result: Result<NetworkResponse, NetworkError>) {
         let (observers, tracked) = storage.withLockedValue { storage in
-            storage.machine.finish(result) ? (publishOutcome(&storage), storage.isTracked) : ([], false)
+            storage.machine.finish(result) ? (publishOutcome(&storage), storage.isTracked) : (.none, false)
         }
         if tracked { context.queue.untrack(id) }
         notify(observers)
@@ -34,10 +34,22 @@ extension NetworkOperation {
         }
     }
 
+    /// Who hears of an outcome once the operation's lock is released (``notify(_:)``): its internal
+    /// observers, then the task awaiting ``response()``.
+    struct OutcomeNotice {
+        var outcome: Result<NetworkResponse, NetworkError>?
+        var observers: [Observer] = []
+        var waiter: OutcomeWaiter?
+        var hadHandlers = false
+
+        /// Nobody to tell.
+        static var none: OutcomeNotice { OutcomeNotice() }
+    }
+
     /// Dispatches the outcome to handlers and streams (under the lock, for ordering), clears every
-    /// handler, and returns the internal observers to call once the lock is released.
-    func publishOutcome(_ storage: inout Storage) -> [Observer] {
-        guard let outcome = storage.machine.outcome else { return [] }
+    /// handler, and returns who else to tell once the lock is released.
+    func publishOutcome(_ storage: inout Storage) -> OutcomeNotice {
+        guard let outcome = storage.machine.outcome else { return .none }
         // A body stream ends with the operation, however it ended (a flight that never ran included);
         // after a flight's own ending this changes nothing.
         if let channel = storage.transfer.channel {
@@ -74,15 +86,18 @@ extension NetworkOperation {
             stream.finish()
         }
         storage.streams = [:]
+        let notice = OutcomeNotice(outcome: outcome, observers: storage.observers, waiter: storage.waiter, hadHandlers: storage.hasHadHandlers)
         storage.handlers = Handlers()
         storage.dependencies = []
-        defer { storage.observers = [] }
-        return storage.observers
+        storage.observers = []
+        storage.waiter = nil
+        return notice
     }
 
-    func notify(_ observers: [Observer]) {
-        guard !observers.isEmpty, let outcome = storage.withLockedValue({ $0.machine.outcome }) else { return }
-        for observer in observers { observer(outcome) }
+    func notify(_ notice: OutcomeNotice) {
+        guard let outcome = notice.outcome else { return }
+        for observer in notice.observers { observer(outcome) }
+        if let waiter = notice.waiter { resume(waiter, with: outcome, hadHandlers: notice.hadHandlers) }
     }
 
     func dispatchStateChange(_ state: State, in storage: Storage) {

@@ -29,8 +29,9 @@ extension NetworkOperation {
     /// What the interceptors declare they would add for `url` now (``RequestInterceptor/cacheCredentials(for:)``),
     /// merged; asked outside any lock.
     func interceptorCacheCredentials(for url: URL) -> HTTPFields {
-        let interceptors = context.configuration.pipeline(adding: storage.withLockedValue { $0.interceptors })
+        let interceptors = context.pipeline(adding: storage.withLockedValue { $0.interceptors })
         var fields = HTTPFields()
+        if interceptors.isEmpty { return fields }
         for interceptor in interceptors { fields = fields.replacing(with: interceptor.cacheCredentials(for: url)) }
         return fields
     }

@@ -1,6 +1,7 @@
 import Foundation
 public import HTTPTypes
 import NIOConcurrencyHelpers
+import Synchronization
 
 /// One HTTP request and its response: the unit of work an engine builds and the shared queue runs.
 ///
@@ -80,6 +81,9 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var isTracked = false
         /// Internal observers of the outcome, called once, outside the lock.
         var observers: [@Sendable (Result<NetworkResponse, NetworkError>) -> Void] = []
+        /// The task awaiting ``NetworkOperation/response()``, resumed when the outcome is published (the
+        /// common single waiter, without an observer closure; further waiters are observers).
+        var waiter: OutcomeWaiter?
         var streams: [Int: AsyncStream<Event>.Continuation] = [:]
         var nextStreamKey = 0
         /// The request without credentials, built once when the operation is enqueued.
@@ -150,7 +154,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
 
     let id = OperationID.next()
     let context: OperationContext
-    let storage: NIOLockedValueBox<Storage>
+    /// The operation's state, inline in the object (a `Mutex`): one allocation per operation, not two.
+    let storage: Mutex<Storage>
     /// The composed URL, or `nil` when it could not be composed (the operation then fails with ``NetworkError/Code/invalidURL``).
     let requestURL: URL?
     /// The URL as built (with its query), or what the caller gave when it was invalid.
@@ -203,7 +208,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
             fields[.contentType] = contentType
         }
         let coalesces = context.configuration.coalescesRequests && (method == .get || method == .head) && bodySource == nil
-        self.storage = NIOLockedValueBox(Storage(headers: fields, allowsCoalescing: coalesces))
+        self.storage = Mutex(Storage(headers: fields, allowsCoalescing: coalesces))
     }
 
     // MARK: Settings
@@ -375,7 +380,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
             // An explicit cancel gives up a resumable download's resume data, even one kept by an earlier run,
             // or by its own flight's last attempt: removed right behind the flight's writer, if any.
             let resumeData = discardingPartialDownload && action != .none && storage.transfer.isResumable ? storage.transfer.files : []
-            return (action, action == .finished ? publishOutcome(&storage) : [], resumeData, storage.transfer.control, storage.isTracked)
+            return (action, action == .finished ? publishOutcome(&storage) : .none, resumeData, storage.transfer.control, storage.isTracked)
         }
         // Before the flight hears of the cancel: it then removes what it holds itself.
         if !resumeData.isEmpty { Self.discardResumeData(for: resumeData, control: control) }

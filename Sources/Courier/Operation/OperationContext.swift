@@ -19,6 +19,9 @@ final class OperationContext: Sendable {
     let runner: CoalescingKey.Runner
     /// The engine's trust, HTTP versions, proxies and pool settings, boxed once for every request's options.
     let connection: ConnectionSettings
+    /// The engine's interceptors with its cookie jar last (``NetworkEngine/Configuration/pipeline(adding:)``),
+    /// built once: asking the configuration copies all of it for each request.
+    let pipeline: [any RequestInterceptor]
 
     init(
         engineID: UInt64, queue: NetworkQueue, executor: RequestExecutor, configuration: NetworkEngine.Configuration,
@@ -31,6 +34,7 @@ final class OperationContext: Sendable {
         self.connectivity = connectivity
         self.defaultHeaders = defaultHeaders
         self.sensitiveNames = configuration.lowercasedSensitiveNames
+        self.pipeline = configuration.pipeline()
         self.connection = .make(
             trust: configuration.trust, httpVersions: configuration.httpVersions, proxy: configuration.proxy, pool: configuration.connectionPool)
         let monitors = monitors ?? EventMonitorHub.make(configuration.eventMonitors)
@@ -42,6 +46,12 @@ final class OperationContext: Sendable {
             credentialsOf: configuration.credentialProvider == nil ? nil : engineID,
             interceptorsOf: configuration.hasPipeline ? engineID : nil,
             monitorsOf: monitors == nil ? nil : engineID)
+    }
+
+    /// An operation's pipeline: the engine's interceptors, the operation's own (`own`), then the cookie jar.
+    /// Without interceptors of its own (the common case), the engine's, built once.
+    func pipeline(adding own: [any RequestInterceptor]) -> [any RequestInterceptor] {
+        own.isEmpty ? pipeline : configuration.pipeline(adding: own)
     }
 
     /// The engine's sensitive names and those of the provider's `credentials`: the fields that carry

@@ -1,17 +1,18 @@
-import NIOConcurrencyHelpers
+import Synchronization
 
 /// The running task of one flight, cancellable before the task even exists: the queue creates the
 /// handle under its lock and starts the task after releasing it.
 final class FlightHandle: Sendable {
     let id: QueueStateMachine.FlightID
-    private let state = NIOLockedValueBox<(task: Task<Void, Never>?, isCancelled: Bool)>((nil, false))
+    /// Inline (a `Mutex`, not a box of its own): one allocation per flight, not two.
+    private let state = Mutex<(task: Task<Void, Never>?, isCancelled: Bool)>((nil, false))
 
     init(id: QueueStateMachine.FlightID) {
         self.id = id
     }
 
     func attach(_ task: Task<Void, Never>) {
-        let cancelNow = state.withLockedValue { state in
+        let cancelNow = state.withLock { state in
             state.task = task
             return state.isCancelled
         }
@@ -19,7 +20,7 @@ final class FlightHandle: Sendable {
     }
 
     func cancel() {
-        let task = state.withLockedValue { state in
+        let task = state.withLock { state in
             state.isCancelled = true
             return state.task
         }

@@ -139,7 +139,8 @@ struct QueueStateMachine {
         var action = Action()
         let sequence = nextSequence
         nextSequence += 1
-        let pending = dependencies.subtracting([id])
+        // Most operations have no dependencies: no set is built for them.
+        let pending = dependencies.isEmpty ? dependencies : dependencies.subtracting([id])
         members[id] = Member(
             membership: .blocked(remaining: pending), priority: priority, key: key, sequence: sequence, group: group)
         if pending.isEmpty {

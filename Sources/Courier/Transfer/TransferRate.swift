@@ -40,6 +40,9 @@ struct TransferRate: Sendable {
     mutating func add(_ bytes: Int, at now: ContinuousClock.Instant) {
         totalBytes += Int64(max(0, bytes))
         let time = samples.last.map { max($0.time, now) } ?? now
+        // A small transfer takes two samples (its start and its one report): room for a few at once, not
+        // a storage per sample while the deque grows.
+        if samples.isEmpty { samples.reserveCapacity(4) }
         samples.append((time, totalBytes))
         // Keep exactly one sample at or before the window's start.
         let start = time - window

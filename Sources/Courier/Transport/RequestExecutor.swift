@@ -244,15 +244,25 @@ struct RequestExecutor: Sendable {
         }
         // A compressed body's length says nothing about the decompressed bytes we count.
         let total = (isEncoded || request.method == .head) ? nil : declaredLength
+        // The first part is kept as it came (a body that arrives in one part, as small ones do, is never
+        // copied into a buffer of our own); the room for the declared length is made when a second comes.
         var buffer = ByteBuffer()
-        if let total, total > 0 { buffer.reserveCapacity(Int(total)) }
+        var parts = 0
         let throttles = request.destination.throttles
         var meter = ProgressMeter(total: total, at: .now)
         for try await part in response.body {
             guard buffer.readableBytes + part.readableBytes <= limit else {
                 throw NetworkError(.bodyTooLarge, "the body exceeds the limit of \(limit) bytes", url: request.url.absoluteString)
             }
-            buffer.writeImmutableBuffer(part)
+            parts += 1
+            if parts == 1 {
+                buffer = part
+            } else {
+                if parts == 2, let total, total > buffer.readableBytes {
+                    buffer.reserveCapacity(minimumWritableBytes: Int(total) - buffer.readableBytes)
+                }
+                buffer.writeImmutableBuffer(part)
+            }
             if let report = meter.add(part.readableBytes, at: .now) { progress.download(report) }
             try await Throttle.wait(for: part.readableBytes, under: throttles)
         }
