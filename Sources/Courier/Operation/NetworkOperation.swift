@@ -1,7 +1,6 @@
 import Foundation
 public import HTTPTypes
 import NIOConcurrencyHelpers
-import Synchronization
 
 /// One HTTP request and its response: the unit of work an engine builds and the shared queue runs.
 ///
@@ -154,8 +153,11 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
 
     let id = OperationID.next()
     let context: OperationContext
-    /// The operation's state, inline in the object (a `Mutex`): one allocation per operation, not two.
-    let storage: Mutex<Storage>
+    /// The operation's state. A box of its own, not an inline `Mutex`: the standard library's `Mutex` on
+    /// Linux is a priority-inheritance futex, and with it the small-GET contender with an event monitor
+    /// (which emits under this lock) ran about 15 % fewer requests a second in two runs, for one
+    /// allocation saved.
+    let storage: NIOLockedValueBox<Storage>
     /// The composed URL, or `nil` when it could not be composed (the operation then fails with ``NetworkError/Code/invalidURL``).
     let requestURL: URL?
     /// The URL as built (with its query), or what the caller gave when it was invalid.
@@ -208,7 +210,7 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
             fields[.contentType] = contentType
         }
         let coalesces = context.configuration.coalescesRequests && (method == .get || method == .head) && bodySource == nil
-        self.storage = Mutex(Storage(headers: fields, allowsCoalescing: coalesces))
+        self.storage = NIOLockedValueBox(Storage(headers: fields, allowsCoalescing: coalesces))
     }
 
     // MARK: Settings
