@@ -8,11 +8,13 @@ import NIOConcurrencyHelpers
 // lock: they never call user code synchronously, and doing them there keeps counts in order.
 extension NetworkQueue {
     struct Effects {
-        var starts: [(handle: FlightHandle, subscribers: [NetworkOperation])] = []
+        // One flight started for one operation and one outcome delivered are the common case: lists that
+        // hold one element without an allocation.
+        var starts = SmallList<(handle: FlightHandle, subscribers: SmallList<NetworkOperation>)>()
         var joinedRunning: [NetworkOperation] = []
         var cancelFlights: [FlightHandle] = []
         var cancelled: [NetworkOperation] = []
-        var deliver: [NetworkOperation] = []
+        var deliver = SmallList<NetworkOperation>()
         var becameEmpty = false
         /// Whether anyone reads ``NetworkQueue/events``; when nobody does, no event is built.
         var isObserved = false
@@ -84,7 +86,7 @@ extension NetworkQueue {
             var delivery = Effects()
             delivery.isObserved = effects.isObserved
             delivery.deliver = effects.deliver
-            effects.deliver = []
+            effects.deliver = SmallList()
             perform(effects, result: result, sent: sent)
             Task { [self] in
                 var results = copies
@@ -122,12 +124,18 @@ extension NetworkQueue {
         for start in action.start {
             let handle = FlightHandle(id: start.flight)
             state.flights[start.flight] = handle
-            effects.starts.append((handle, start.subscribers.compactMap { state.operations[$0] }))
+            var subscribers = SmallList<NetworkOperation>()
+            for id in start.subscribers {
+                if let operation = state.operations[id] { subscribers.append(operation) }
+            }
+            effects.starts.append((handle, subscribers))
         }
         effects.joinedRunning = action.joinedRunning.compactMap { state.operations[$0] }
         effects.cancelFlights = action.cancelFlights.compactMap { state.flights[$0] }
         effects.cancelled = action.cancelled.compactMap { state.operations.removeValue(forKey: $0) }
-        effects.deliver = action.deliver.compactMap { state.operations.removeValue(forKey: $0) }
+        for id in action.deliver {
+            if let operation = state.operations.removeValue(forKey: id) { effects.deliver.append(operation) }
+        }
         // A retried flight cancelled while it waited for its slot again leaves no attempt count behind.
         if !state.attempts.isEmpty, !action.cancelled.isEmpty {
             state.attempts = state.attempts.filter { state.machine.hasFlight($0.key) }
@@ -252,7 +260,9 @@ extension NetworkQueue {
         } else {
             copyToOthers = nil
         }
-        let work: @Sendable () async -> Void = { [self, logger] in
+        // The body is the task's own closure (a closure stored first and handed to `Task` is wrapped once
+        // more, an allocation per flight).
+        handle.attach(Task { [self, logger] in
             let result = await executor.run(request, progress: progress, whileHoldingFiles: copyToOthers)
             switch result {
             case .success(let response):
@@ -276,8 +286,7 @@ extension NetworkQueue {
             var sent = request
             sent.adaptedHeaders = sentHops?.withLockedValue { $0.last }?.headers
             flightFinished(flight, result: result, sent: sent, copies: copies?.withLockedValue { $0 } ?? [:])
-        }
-        handle.attach(Task(operation: work))
+        })
     }
 
     /// What an interceptor is asked to retry: a failure, or a response with an error status (400 or
