@@ -37,8 +37,8 @@ struct QueueStateMachine {
             /// The operations sharing the flight, first come first; any of them describes the request.
             var subscribers: [OperationID]
         }
-        /// Flights to start now.
-        var start: [Start] = []
+        /// Flights to start now (usually one: held without an array).
+        var start = SmallList<Start>()
         /// Operations that joined a flight already running: they are executing from now on.
         var joinedRunning: [OperationID] = []
         /// Flights whose network work must be cancelled (their last subscriber left).

@@ -75,3 +75,7 @@ struct SmallList<Element>: Sequence {
 extension SmallList: Sendable where Element: Sendable {}
 extension SmallList.Iterator: Sendable where Element: Sendable {}
 extension SmallList.Storage: Sendable where Element: Sendable {}
+
+extension SmallList: Equatable where Element: Equatable {
+    static func == (lhs: SmallList, rhs: SmallList) -> Bool { lhs.elementsEqual(rhs) }
+}
