@@ -92,9 +92,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         var clientRequest = HTTPClientRequest(url: url)
         clientRequest.method = HTTPMethod(rawValue: request.method.rawValue)
         clientRequest.headers.reserveCapacity(request.headers.count)
-        for field in request.headers.http1Fields {
-            clientRequest.headers.add(name: field.name, value: field.value)
-        }
+        request.headers.forEachHTTP1Field { clientRequest.headers.add(name: $0, value: $1) }
         if let body = request.body {
             clientRequest.body = Self.requestBody(body, progress: request.didSendBodyBytes)
         } else if let streamed = request.streamedBody {

@@ -5,18 +5,23 @@ extension HTTPFields {
     /// swift-http-types keeps one per cookie, as HTTP/2 does) are joined with `"; "` into one field at the
     /// place of the first, since RFC 6265 allows only one `Cookie` header in HTTP/1.1.
     var http1Fields: [(name: String, value: String)] {
-        let cookies = self[values: .cookie]
         var fields: [(name: String, value: String)] = []
         fields.reserveCapacity(count)
+        forEachHTTP1Field { fields.append(($0, $1)) }
+        return fields
+    }
+
+    /// Calls `body` with each field as HTTP/1.1 sends it (``http1Fields``), building no list: the
+    /// transport writes a request's fields this way for every request.
+    func forEachHTTP1Field(_ body: (_ name: String, _ value: String) -> Void) {
         var cookieWritten = false
         for field in self {
             if field.name == .cookie {
-                if !cookieWritten { fields.append((field.name.rawName, cookies.joined(separator: "; "))) }
+                if !cookieWritten { body(field.name.rawName, self[values: .cookie].joined(separator: "; ")) }
                 cookieWritten = true
             } else {
-                fields.append((field.name.rawName, field.value))
+                body(field.name.rawName, field.value)
             }
         }
-        return fields
     }
 }
