@@ -90,7 +90,7 @@ extension NetworkOperation {
         storage.withLockedValue { storage in
             if let prepared = storage.prepared { return prepared }
             var destination = storage.transfer.destination(
-                acceptableStatusCodes: context.configuration.acceptableStatusCodes, queueThrottle: context.queue.throttle)
+                acceptableStatusCodes: context.configuration.acceptableStatusCodes, queueThrottles: context.queue.throttles)
             destination.maximumFileSize = context.configuration.maximumDownloadSize
             let interceptors = InterceptorChain(
                 interceptors: context.pipeline(adding: storage.interceptors), isReplay: storage.isReplay,

@@ -15,9 +15,10 @@ extension NetworkOperation {
         /// download's only: made when the operation becomes one).
         private(set) var control: TransferControl?
 
-        func destination(acceptableStatusCodes: Set<Int>, queueThrottle: Throttle?) -> ResponseDestination {
-            var throttles: [Throttle] = []
-            if let queueThrottle { throttles.append(queueThrottle) }
+        /// - Parameter queueThrottles: The queue's throttle as a list made once (a transfer without a
+        ///   throttle of its own, nearly every one, builds no array).
+        func destination(acceptableStatusCodes: Set<Int>, queueThrottles: [Throttle]) -> ResponseDestination {
+            var throttles = queueThrottles
             if let throttle { throttles.append(throttle) }
             return ResponseDestination(
                 files: files, isResumable: isResumable, channel: channel, acceptableStatusCodes: acceptableStatusCodes,

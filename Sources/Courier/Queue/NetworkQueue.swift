@@ -41,7 +41,8 @@ public final class NetworkQueue: Sendable {
     /// Serial, so activity callbacks arrive in the order the counts changed.
     let notificationQueue = DispatchQueue(label: "courier.queue.notifications")
     /// The queue's one throttle, its limit changed in place (so prepared and running transfers see a new one).
-    private let bandwidth = Throttle(limit: nil)
+    private let bandwidth: Throttle
+    private let bandwidthList: [Throttle]
 
     /// Creates a queue.
     /// - Parameters:
@@ -49,6 +50,8 @@ public final class NetworkQueue: Sendable {
     ///   - isSuspended: Whether the queue starts suspended (accepting but not starting work until ``go()``).
     public init(maximumConcurrentOperations: Int = 6, isSuspended: Bool = false) {
         state = NIOLockedValueBox(State(machine: QueueStateMachine(maximumConcurrent: maximumConcurrentOperations, isSuspended: isSuspended)))
+        bandwidth = Throttle(limit: nil)
+        bandwidthList = [bandwidth]
     }
 
     deinit {
@@ -74,8 +77,9 @@ public final class NetworkQueue: Sendable {
         set { bandwidth.setLimit(newValue) }
     }
 
-    /// The queue-wide bandwidth limit (without a limit while ``maximumBytesPerSecond`` is `nil`).
-    var throttle: Throttle? { bandwidth }
+    /// The queue-wide bandwidth limit (without a limit while ``maximumBytesPerSecond`` is `nil`), as the
+    /// list of throttles a transfer without one of its own obeys: made once, not an array per request.
+    var throttles: [Throttle] { bandwidthList }
 
     /// Whether the queue holds back waiting work.
     public var isSuspended: Bool { state.withLockedValue { $0.machine.isSuspended } }

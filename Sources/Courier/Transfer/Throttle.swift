@@ -35,8 +35,11 @@ public final class Throttle: Sendable {
 
     /// How long to wait before `bytes` may move, now.
     func delay(for bytes: Int) -> Duration {
-        let now = ContinuousClock.now
-        return bucket.withLockedValue { $0?.take(bytes, at: now) ?? .zero }
+        // The clock is read only under a limit (a queue's throttle has none unless one is set).
+        bucket.withLockedValue { bucket in
+            guard bucket != nil else { return .zero }
+            return bucket!.take(bytes, at: .now)
+        }
     }
 
     /// Whether any of `throttles` has a limit now.
@@ -44,8 +47,8 @@ public final class Throttle: Sendable {
 
     /// Waits as long as the limits ask before `bytes` may move (the longest of them).
     static func wait(for bytes: Int, under throttles: [Throttle]) async throws {
-        guard !throttles.isEmpty else { return }
-        let delay = throttles.map { $0.delay(for: bytes) }.max() ?? .zero
+        var delay = Duration.zero
+        for throttle in throttles { delay = max(delay, throttle.delay(for: bytes)) }
         if delay > .zero { try await Task.sleep(for: delay) }
     }
 }
