@@ -7,10 +7,18 @@ import NIOConcurrencyHelpers
 // performs them after the lock is released. Stream yields and the activity dispatch stay under the
 // lock: they never call user code synchronously, and doing them there keeps counts in order.
 extension NetworkQueue {
+    /// A flight to start: its handle, its subscribers, and for a retried flight its attempt so far (read
+    /// under the lock that decided the start).
+    struct FlightStart {
+        var handle: FlightHandle
+        var subscribers: SmallList<NetworkOperation>
+        var attempt: (number: Int, since: ContinuousClock.Instant)?
+    }
+
     struct Effects {
         // One flight started for one operation and one outcome delivered are the common case: lists that
         // hold one element without an allocation.
-        var starts = SmallList<(handle: FlightHandle, subscribers: SmallList<NetworkOperation>)>()
+        var starts = SmallList<FlightStart>()
         var joinedRunning: [NetworkOperation] = []
         var cancelFlights: [FlightHandle] = []
         var cancelled: [NetworkOperation] = []
@@ -128,7 +136,7 @@ extension NetworkQueue {
             for id in start.subscribers {
                 if let operation = state.operations[id] { subscribers.append(operation) }
             }
-            effects.starts.append((handle, subscribers))
+            effects.starts.append(FlightStart(handle: handle, subscribers: subscribers, attempt: state.attempts[start.flight]))
         }
         effects.joinedRunning = action.joinedRunning.compactMap { state.operations[$0] }
         effects.cancelFlights = action.cancelFlights.compactMap { state.flights[$0] }
@@ -182,7 +190,8 @@ extension NetworkQueue {
             operation.queueDidStart()
             if effects.isObserved { publish(.started(operation)) }
         }
-        for (handle, subscribers) in effects.starts {
+        for flightStart in effects.starts {
+            let (handle, subscribers) = (flightStart.handle, flightStart.subscribers)
             guard let representative = subscribers.first else {
                 // Cannot happen: subscribers are resolved under the lock that decided the start. Should it
                 // ever, the flight ends at once so its slot is not lost.
@@ -196,9 +205,8 @@ extension NetworkQueue {
             // Every subscriber belongs to the flight's engine (the key says so): any of them builds the request,
             // with the credentials of this moment.
             var request = representative.requestForSending()
-            let attempt = state.withLockedValue { $0.attempts[handle.id] }
-            request.attempt = attempt?.number ?? 1
-            request.firstAttemptAt = attempt?.since ?? .now
+            request.attempt = flightStart.attempt?.number ?? 1
+            request.firstAttemptAt = flightStart.attempt?.since ?? .now
             start(handle, request: request, executor: representative.context.executor, subscribers: subscribers.count)
         }
         if effects.becameEmpty && effects.isObserved && result == nil { publish(.queueFinished) }
