@@ -244,4 +244,25 @@ struct OperationLifecycleTests {
             #expect(code == .cancelled)
         }
     }
+
+    /// A handler attached after the outcome is called at once, on the callback queue: a `response()`
+    /// awaited after that returns only once it ran (found by review: an operation that had no handler
+    /// before its outcome did not wait for the callback queue).
+    @Test(arguments: [false, true]) func aResponseAwaitedAfterALateHandlerReturnsAfterIt(failing: Bool) async throws {
+        let engine = NetworkEngine.fake(FakeTransport { _ in FakeTransport.reply(status: failing ? 500 : 200, body: "x") })
+        let op = engine.operation(path: "x")
+        _ = try? await op.response()
+        let ran = Counter()
+        let slow: @Sendable () -> Void = {
+            Thread.sleep(forTimeInterval: 0.05)
+            ran.hit()
+        }
+        if failing {
+            op.onError { _ in slow() }
+        } else {
+            op.onCompletion { _ in slow() }
+        }
+        _ = try? await op.response()
+        #expect(ran.count() == 1)
+    }
 }

@@ -8,7 +8,11 @@ extension NetworkOperation {
     public func onCompletion(_ handler: @escaping @Sendable (NetworkResponse) -> Void) -> Self {
         storage.withLockedValue { storage in
             switch storage.machine.outcome {
-            case .success(let response)?: context.configuration.callbackQueue.async { handler(response) }
+            case .success(let response)?:
+                // Dispatched now: a `response()` awaited after this hops through the callback queue too,
+                // so it returns after this handler ran.
+                storage.hasHadHandlers = true
+                context.configuration.callbackQueue.async { handler(response) }
             case .failure?: break
             case nil: storage.handlers.completion.append(handler)
             }
@@ -25,7 +29,9 @@ extension NetworkOperation {
     public func onError(_ handler: @escaping @Sendable (NetworkError) -> Void) -> Self {
         storage.withLockedValue { storage in
             switch storage.machine.outcome {
-            case .failure(let error)?: context.configuration.callbackQueue.async { handler(error) }
+            case .failure(let error)?:
+                storage.hasHadHandlers = true
+                context.configuration.callbackQueue.async { handler(error) }
             case .success?: break
             case nil: storage.handlers.error.append(handler)
             }
