@@ -42,7 +42,9 @@ public final class NetworkQueue: Sendable {
     let notificationQueue = DispatchQueue(label: "courier.queue.notifications")
     /// The queue's one throttle, its limit changed in place (so prepared and running transfers see a new one).
     private let bandwidth: Throttle
-    private let bandwidthList: [Throttle]
+    /// The queue-wide bandwidth limit (without a limit while ``maximumBytesPerSecond`` is `nil`), as the
+    /// list of throttles a transfer without one of its own obeys: made once, not an array per request.
+    let throttles: [Throttle]
 
     /// Creates a queue.
     /// - Parameters:
@@ -51,7 +53,7 @@ public final class NetworkQueue: Sendable {
     public init(maximumConcurrentOperations: Int = 6, isSuspended: Bool = false) {
         state = NIOLockedValueBox(State(machine: QueueStateMachine(maximumConcurrent: maximumConcurrentOperations, isSuspended: isSuspended)))
         bandwidth = Throttle(limit: nil)
-        bandwidthList = [bandwidth]
+        throttles = [bandwidth]
     }
 
     deinit {
@@ -76,10 +78,6 @@ public final class NetworkQueue: Sendable {
         get { bandwidth.limit }
         set { bandwidth.setLimit(newValue) }
     }
-
-    /// The queue-wide bandwidth limit (without a limit while ``maximumBytesPerSecond`` is `nil`), as the
-    /// list of throttles a transfer without one of its own obeys: made once, not an array per request.
-    var throttles: [Throttle] { bandwidthList }
 
     /// Whether the queue holds back waiting work.
     public var isSuspended: Bool { state.withLockedValue { $0.machine.isSuspended } }
