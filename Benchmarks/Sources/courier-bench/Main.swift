@@ -83,7 +83,7 @@ struct UploadCourier: AsyncParsableCommand {
 /// Hidden: one small-GET contender alone, for profilers (`valgrind --tool=callgrind courier-bench profile courier`).
 struct Profile: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "profile", shouldDisplay: false)
-    @Argument(help: "ahc, ahctask (each request in a task of its own), callers (Courier, 6 callers), courier (Courier, all enqueued) hit or diskhit (memory or disk cache hits of `--url`, which must be cacheable), store (distinct cacheable GETs of `--url?n=…` stored by a memory + disk cache)") var contender: String
+    @Argument(help: "ahc, ahctask (each request in a task of its own), callers (Courier, 6 callers), fake (Courier, 6 callers, over a transport that answers at once), courier (Courier, all enqueued) hit or diskhit (memory or disk cache hits of `--url`, which must be cacheable), store (distinct cacheable GETs of `--url?n=…` stored by a memory + disk cache)") var contender: String
     @Option var requests = 2_000
     @Option var url: String
 
@@ -101,6 +101,7 @@ struct Profile: AsyncParsableCommand {
         case "ahctask": try await SmallGets.rawAHC(urls, inFlight: 6, inATask: true)
         case "waiting": QueueScale.waitingBytes(url: url, count: requests)
         case "callers": try await SmallGets.courierCallers(urls, inFlight: 6)
+        case "fake": try await SmallGets.courierCallers(urls, inFlight: 6, transport: NginxLikeTransport())
         case "hit": try await CacheHits.run(url: url, count: requests, cache: ResponseCache(directory: nil))
         case "diskhit": try await CacheHits.run(url: url, count: requests, cache: ResponseCache(memoryCapacity: 0, directory: directory))
         case "store":

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Courier
 import Foundation
+import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -121,9 +122,9 @@ enum SmallGets {
     }
 
     /// Courier used like the baseline: `inFlight` callers, each awaiting `send` in turn, through the shared queue.
-    static func courierCallers(_ urls: [String], inFlight: Int) async throws -> Figures {
+    static func courierCallers(_ urls: [String], inFlight: Int, transport: (any HTTPTransport)? = nil) async throws -> Figures {
         NetworkQueue.shared.maximumConcurrentOperations = inFlight
-        let engine = NetworkEngine(baseURL: "http://127.0.0.1")
+        let engine = transport.map { NetworkEngine(baseURL: "http://127.0.0.1", transport: $0) } ?? NetworkEngine(baseURL: "http://127.0.0.1")
         return try await measure(urls.count) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for worker in 0..<inFlight {
@@ -174,6 +175,34 @@ enum SmallGets {
 }
 
 /// Clients shared by the scenarios, configured as Courier configures its own.
+/// A transport that answers every request at once with nginx's head and 1 KiB, without a network: under
+/// the profile mode `fake`, what Courier's own path costs per request, with no socket and no event loop.
+struct NginxLikeTransport: HTTPTransport {
+    static let body = ByteBuffer(repeating: UInt8(ascii: "x"), count: 1024)
+    static let headers: HTTPFields = [
+        .server: "nginx/1.22.1", .date: "Sun, 29 Nov 2026 09:00:00 GMT", .contentType: "application/octet-stream",
+        .contentLength: "1024", .lastModified: "Sun, 29 Nov 2026 08:00:00 GMT", .connection: "keep-alive",
+        HTTPField.Name("ETag")!: "\"6929b5c0-400\"", .acceptRanges: "bytes",
+    ]
+
+    func execute(_ request: TransportRequest) async throws -> TransportResponse {
+        TransportResponse(status: .ok, headers: Self.headers, body: OnePart(part: Self.body), version: .init(major: 1, minor: 1))
+    }
+}
+
+/// A body of one part.
+struct OnePart: AsyncSequence, Sendable {
+    let part: ByteBuffer
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var part: ByteBuffer?
+        mutating func next() async throws -> ByteBuffer? {
+            defer { part = nil }
+            return part
+        }
+    }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(part: part) }
+}
+
 enum BenchClients {
     static let ahc: HTTPClient = {
         var configuration = HTTPClient.Configuration()
