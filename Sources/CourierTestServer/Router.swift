@@ -37,6 +37,8 @@ enum Router {
             return .partial(partialReply(declared: 1000, sent: 100), thenClose: false)
         case ("drop-mid-body", 1):
             return .partial(partialReply(declared: 100_000, sent: 1000), thenClose: true)
+        case ("events", 1):
+            return events(request)
         case ("gzip", 1):
             return .reply(
                 .bytes(Fixtures.gzipJSON, contentType: "application/json", extraHeaders: [("Content-Encoding", "gzip")])
@@ -141,6 +143,23 @@ enum Router {
             code = parsed
         }
         return Reply(status: HTTPResponseStatus(statusCode: code), headers: [("Location", target)])
+    }
+
+    /// `/events?total=T&per=P`: a server-sent event stream of `T` events (6 by default, at most 10,000) that
+    /// sends `P` of them (3 by default) per connection, after the client's `Last-Event-ID`, then drops the
+    /// connection; `204 No Content` once every event was sent. Asks for reconnections after 100 ms.
+    private static func events(_ request: IncomingRequest) -> RouteAction {
+        let query = request.queryParameters
+        let total = min(10_000, max(0, query["total"].flatMap { Int($0) } ?? 6))
+        let perConnection = min(10_000, max(1, query["per"].flatMap { Int($0) } ?? 3))
+        let after = max(0, request.header("Last-Event-ID").flatMap { Int($0) } ?? 0)
+        guard after < total else { return .reply(Reply(status: .noContent)) }
+        let events = (after + 1...min(total, after + perConnection)).map { "id: \($0)\ndata: event \($0) of \(total)\n\n" }
+        let body = Array(("retry: 100\n\n" + events.joined()).utf8)
+        // Declared longer than what is sent: the connection drops in the middle of the stream.
+        return .partial(
+            Reply(status: .ok, headers: [("Content-Type", "text/event-stream"), ("Content-Length", String(body.count + 1_000_000))], body: body),
+            thenClose: true)
     }
 
     private static func partialReply(declared: Int, sent: Int) -> Reply {

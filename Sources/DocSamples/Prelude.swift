@@ -50,6 +50,7 @@ struct Store: Sendable { func markSent(idempotencyKey: String) {} }
 let store = Store()
 
 func toast(_ text: String) {}
+func handle(_ event: ServerSentEvent) {}
 func markSent(_ comment: Comment) {}
 func retryLater() {}
 func render(_ response: NetworkResponse) {}

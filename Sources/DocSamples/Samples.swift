@@ -105,6 +105,13 @@ func sample_README_8() async throws {
 
 // README.md, sample 9
 func sample_README_9() async throws {
+    for try await event in engine.events(path: "/notifications") {
+        print(event.id ?? "-", event.event, event.data)
+    }
+}
+
+// README.md, sample 10
+func sample_README_10() async throws {
     for await event in download.events {
         if case .downloadProgress(let p) = event { bar.progress = p.fractionCompleted ?? 0 }
     }
@@ -345,6 +352,49 @@ func sample_Interceptors_2() async throws {
         configuration.interceptors = [RetryPolicy(), auth]
         return NetworkEngine(baseURL: "https://api.example.com/v1", configuration: configuration)
     }
+}
+
+// Sources/Courier/Courier.docc/LiveConnections.md, sample 1
+func sample_LiveConnections_1() async throws {
+    struct Token: Decodable { let text: String }
+
+    for try await event in engine.events(path: "/v1/completions/stream") {
+        guard event.event == "message", event.data != "[DONE]" else { continue }
+        print(try event.decode(Token.self).text, terminator: "")
+    }
+}
+
+// Sources/Courier/Courier.docc/LiveConnections.md, sample 2
+func sample_LiveConnections_2() async throws {
+    var lastHandled = UserDefaults.standard.string(forKey: "notifications.lastEventID")
+    var stream = engine.events(path: "/notifications", options: .init(lastEventID: lastHandled)).makeAsyncIterator()
+    while let event = try await stream.next() {
+        handle(event)
+        lastHandled = event.id
+        UserDefaults.standard.set(lastHandled, forKey: "notifications.lastEventID")
+    }
+    _ = lastHandled
+    _ = stream
+}
+
+// Sources/Courier/Courier.docc/LiveConnections.md, sample 3
+func sample_LiveConnections_3() async throws {
+    let events = engine.events(path: "/feed") { operation in
+        operation.setHeader("2", forName: "X-API-Version")
+        operation.priority = .high
+    }
+    _ = events
+}
+
+// Sources/Courier/Courier.docc/LiveConnections.md, sample 4
+func sample_LiveConnections_4() async throws {
+    let op = engine.operation(path: "/logs/tail")
+    op.isLongLived = true
+    let chunks = op.bodyStream
+    engine.enqueue(op)
+    for try await chunk in chunks { FileHandle.standardOutput.write(chunk) }
+    _ = op
+    _ = chunks
 }
 
 // Sources/Courier/Courier.docc/Monitoring.md, sample 1

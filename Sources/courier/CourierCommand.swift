@@ -12,7 +12,7 @@ struct CourierCommand: AsyncParsableCommand {
             (a closed pipe, as with 'courier get URL | head').
             """,
         version: "courier 0.1.0",
-        subcommands: [GetCommand.self, PostCommand.self, DownloadCommand.self, UploadCommand.self, ImageCommand.self, CacheCommand.self, OutboxCommand.self, ReachabilityCommand.self, DemoCommand.self]
+        subcommands: [GetCommand.self, PostCommand.self, EventsCommand.self, DownloadCommand.self, UploadCommand.self, ImageCommand.self, CacheCommand.self, OutboxCommand.self, ReachabilityCommand.self, DemoCommand.self]
     )
 }
 

@@ -5,11 +5,11 @@ import Foundation
 import Synchronization
 
 extension Demo {
-    /// Scene 12: images. Twenty views ask for the same thumbnail of a 12-megapixel photo at once: one
+    /// Scene 13: images. Twenty views ask for the same thumbnail of a 12-megapixel photo at once: one
     /// request, one decode (downscaled by the JPEG decoder itself), then a memory-cache hit in
     /// microseconds. A photo cut short and an HTML page served as an image are typed errors.
     nonisolated func images(_ server: TestServer) async throws {
-        say("12. Images: one request and one decode for twenty views, then the memory cache")
+        say("13. Images: one request and one decode for twenty views, then the memory cache")
         let encoded: Result<Data, NetworkError> = Result { () throws(NetworkError) -> Data in
             try Self.photo(width: 4000, height: 3000).encoded(as: .jpeg(quality: 85))
         }

@@ -3,12 +3,12 @@ import CourierTestServer
 import Foundation
 
 extension Demo {
-    /// Scene 13: trust. An https server with a certificate from a CA of its own: refused with the
+    /// Scene 14: trust. An https server with a certificate from a CA of its own: refused with the
     /// system's roots, reached with that CA as the only root, then pinned to its public key (a wrong pin
     /// is refused with a message naming the key the server showed; a backup pin beside the right one
     /// passes), with connections pooled two per host.
     nonisolated func trust() async throws {
-        say("13. Trust: a CA of your own, public-key pins, connection pools")
+        say("14. Trust: a CA of your own, public-key pins, connection pools")
         let server = try await TestServer.start(tls: .demo)
         defer { Task { try? await server.shutdown() } }
         let demoCA = TrustCertificate.pem(TLSIdentity.demoCertificateAuthorityPEM)

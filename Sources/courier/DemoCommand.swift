@@ -35,6 +35,7 @@ struct Demo {
             try await offlineCache()
             try await files(engine, server)
             try await pipeline(server)
+            try await liveEvents(server)
             try await images(server)
             try await trust()
         } catch {

@@ -91,7 +91,7 @@ enum OutputFile: Equatable {
     }
 
     /// Runs blocking work on ``queue`` and waits for it without blocking a thread of the pool.
-    fileprivate static func onQueue<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
+    static func onQueue<Value: Sendable>(_ work: @escaping @Sendable () -> Value) async -> Value {
         await withCheckedContinuation { continuation in
             queue.async { continuation.resume(returning: work()) }
         }
@@ -102,10 +102,17 @@ enum OutputFile: Equatable {
 /// (constant memory), its blocking opens and writes on ``OutputFile``'s queue. A body that cannot be
 /// written cancels the operation; ``failure`` then says why, as soon as the operation has failed.
 final class InPlaceWriter: Sendable {
+    /// The path that names the program's own standard output.
+    static let standardOutput = "/dev/stdout"
+
     /// The `-o` path.
     let path: String
     private let recorded = NIOLockedValueBox<CLIFailure?>(nil)
     private let task = NIOLockedValueBox<Task<Void, Never>?>(nil)
+    /// Whether the response's head goes first (`-i` with the body streamed to standard output).
+    private let writesHead: Bool
+    /// Whether this is `get`'s standard output (not an `-o` path).
+    private let writesToStandardOutput: Bool
 
     /// Why the body could not be written (exit 1, naming the file), once it is known.
     var failure: CLIFailure? { recorded.withLockedValue { $0 } }
@@ -115,8 +122,13 @@ final class InPlaceWriter: Sendable {
     /// - Parameters:
     ///   - operation: The operation, not yet enqueued.
     ///   - path: The `-o` path.
-    init(_ operation: NetworkOperation, to path: String) {
+    ///   - writesHead: Whether the status line and header fields go before the body (`-i`).
+    ///   - isStandardOutput: Whether this is `get`'s own output (not an `-o` path): a reader that goes away
+    ///     then ends the program quietly with status 23.
+    init(_ operation: NetworkOperation, to path: String, writesHead: Bool = false, isStandardOutput: Bool = false) {
         self.path = path
+        self.writesHead = writesHead
+        writesToStandardOutput = isStandardOutput
         let stream = operation.bodyStream
         task.withLockedValue { $0 = Task { [self] in await write(stream, for: operation) } }
     }
@@ -137,15 +149,33 @@ final class InPlaceWriter: Sendable {
         }
         guard descriptor >= 0 else { return fail(OutputFile.failure(path, errno: openError), operation) }
         defer { _ = close(descriptor) }
+        var headPending = writesHead
+        // The head as the body starts (a streamed body has it before its first chunk), or at the end of an
+        // empty one.
+        func writeHead() async -> Int32? {
+            guard headPending, let head = operation.responseHead else { return nil }
+            headPending = false
+            let text = ResponsePrinter.head(status: head.status, headers: head.headerFields, version: operation.responseVersion)
+            return await OutputFile.onQueue { StandardStream.writeAll(Data(text.utf8), to: descriptor) }
+        }
         do {
             for try await chunk in stream {
+                if let code = await writeHead() { return fail(failure(errno: code), operation) }
                 if let code = await OutputFile.onQueue({ StandardStream.writeAll(chunk, to: descriptor) }) {
-                    return fail(OutputFile.failure(path, errno: code), operation)
+                    return fail(failure(errno: code), operation)
                 }
             }
+            if let code = await writeHead() { return fail(failure(errno: code), operation) }
         } catch {
             // The operation failed: its own error is what the command reports.
         }
+    }
+
+    /// Why a write failed: standard output whose reader went away (`courier get URL | head`) ends the
+    /// program quietly with status 23, as every other write to it does; a file names itself.
+    private func failure(errno code: Int32) -> CLIFailure {
+        if code == EPIPE, writesToStandardOutput { return CLIFailure(exitCode: StandardStream.brokenPipeStatus, message: "") }
+        return OutputFile.failure(path, errno: code)
     }
 
     /// Records why, then cancels the operation (so whoever hears its failure finds the reason here).

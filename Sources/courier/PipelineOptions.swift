@@ -27,6 +27,11 @@ struct PipelineOptions: ParsableArguments {
     /// The retries `--retry` accepts.
     static let retryRange = 0...100
 
+    /// Whether a request may be sent again after an answer (`--retry`, or Digest answering a challenge):
+    /// its body cannot then go to standard output as it arrives, since every status is printed and an
+    /// answer that is retried must not be.
+    var maySendAgain: Bool { retry != nil || authType == .digest }
+
     @Option(help: ArgumentHelp("Send cookies from this file and save the ones the server sets (SQLite, created owner-only; "
         + "session cookies are kept too, as a browser session would).", valueName: "file"))
     var cookieJar: String?

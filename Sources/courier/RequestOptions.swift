@@ -124,6 +124,16 @@ struct RequestOptions: ParsableArguments {
     /// in-memory limit does not apply). Not with the cache, which holds and stores bodies in memory.
     var streamsToFile: Bool { output != nil && !cache && cacheDir == nil }
 
+    /// Whether the body goes to standard output as it arrives (NDJSON, a log tail, server-sent events):
+    /// when standard output is a pipe or a file and the bytes are written as received. A terminal gets the
+    /// whole body, formatted (JSON pretty-printed, binary replaced by a notice); so does `--pretty`, the
+    /// cache (which holds bodies in memory), and a request that may be sent again (`--retry`, Digest):
+    /// the answer it retries must not be printed.
+    var streamsToStandardOutput: Bool {
+        output == nil && !cache && cacheDir == nil && format != .pretty && !pipeline.maySendAgain
+            && !StandardStream.standardOutput.isTerminal
+    }
+
     /// Sends the operation, prints the answer, and turns the outcome into the exit status.
     func run(_ operation: NetworkOperation, on engine: NetworkEngine) async throws {
         let headers = try parsedHeaders()
@@ -137,7 +147,10 @@ struct RequestOptions: ParsableArguments {
             case .replaced(let file): operation.download(to: file)
             case .inPlace(let path): writer = InPlaceWriter(operation, to: path)
             }
+        } else if streamsToStandardOutput, !operation.isFreezable {
+            writer = InPlaceWriter(operation, to: InPlaceWriter.standardOutput, writesHead: include, isStandardOutput: true)
         }
+        let streamsHead = writer != nil && output == nil
         let response: NetworkResponse
         // With --verbose, the heads are written (by the engine's monitors) before anything else is printed.
         let verbose = engine.configuration.eventMonitors.lazy.compactMap { $0 as? VerboseOutput }.first
@@ -170,9 +183,11 @@ struct RequestOptions: ParsableArguments {
         // they have.
         await engine.configuration.cache?.synchronize()
         await engine.configuration.cookieJar?.waitUntilPersisted()
-        try ResponsePrinter.print(
-            response, includeHead: include, format: format, bodyFile: output.map { URL(fileURLWithPath: $0) },
-            isBodyWritten: writer != nil)
+        if !streamsHead {
+            try ResponsePrinter.print(
+                response, includeHead: include, format: format, bodyFile: output.map { URL(fileURLWithPath: $0) },
+                isBodyWritten: writer != nil)
+        }
         if let outcome = response.cacheOutcome {
             StandardStream.standardError.line("courier: cache \(outcome.rawValue)")
         }

@@ -92,8 +92,13 @@ enum ResponsePrinter {
 
     /// The status line and header fields, then a blank line.
     static func head(of response: NetworkResponse) -> String {
-        var head = "\(response.version ?? .http1_1) \(response.statusCode) \(response.status.reasonPhrase)\n"
-        for field in response.headers { head += "\(field.name): \(field.value)\n" }
+        head(status: response.status, headers: response.headers, version: response.version)
+    }
+
+    /// The status line and header fields, then a blank line (HTTP/1.1 when the version is not known).
+    static func head(status: HTTPResponse.Status, headers: HTTPFields, version: NetworkResponse.ProtocolVersion?) -> String {
+        var head = "\(version ?? .http1_1) \(status.code) \(status.reasonPhrase)\n"
+        for field in headers { head += "\(field.name): \(field.value)\n" }
         return head + "\n"
     }
 

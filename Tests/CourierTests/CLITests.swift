@@ -259,6 +259,10 @@ struct CLITests {
         #expect(demo.stdout.contains("10 requests with an expired token, refused with 401: 1 token refresh, 10 succeeded with the new token"))
         #expect(demo.stdout.contains("a POST to a link elsewhere that redirects to the API: it arrives without the token"))
         #expect(demo.stdout.contains("a server answering 503 with Retry-After: 0: 3 attempts"))
+        #expect(demo.stdout.contains("while the stream is open, a GET on a queue one request wide: 200"))
+        // Three events a connection, each resumed after the last one received (a drop may lose what was on the wire).
+        #expect(demo.stdout.contains("events 1, 2, 3, 4, 5, 6, 7, 8, 9 over "))
+        #expect(demo.stdout.contains("), then the server answered 204"))
         #expect(ContinuousClock.now - started < .seconds(45), "the demo must stay well under a minute")
     }
 }

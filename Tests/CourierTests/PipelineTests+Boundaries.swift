@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOConcurrencyHelpers
 import Testing
 @testable import Courier
 
@@ -72,19 +73,32 @@ extension PipelineTests {
         #expect(refreshes.count() == 0)
     }
 
-    @Test func aBodyStreamOrAOneShotBodyIsNotRetried() async throws {
+    @Test func aBodyStreamIsRetriedUntilItsReaderHasAByteAndAOneShotBodyIsNot() async throws {
+        let answers = NIOLockedValueBox(0)
         let transport = FakeTransport { request in
-            FakeTransport.reply(status: 503, headers: [.retryAfter: "0"], body: "busy")
+            guard request.url.path.hasSuffix("/events") else { return FakeTransport.reply(status: 503, headers: [.retryAfter: "0"], body: "busy") }
+            // Two 503s (their bodies are not the reader's), then a body that breaks after its first bytes.
+            let answer = answers.withLockedValue { $0 += 1; return $0 }
+            if answer <= 2 { return FakeTransport.reply(status: 503, headers: [.retryAfter: "0"], body: "busy") }
+            return FakeTransport.reply(
+                status: 200, headers: [.contentType: "text/plain"], body: "hello", failure: NetworkError(.connectionLost))
         }
         let engine = NetworkEngine.fake(transport) { $0.interceptors = [RetryAll(times: 3)] }
         let streamed = engine.operation(path: "/events")
         let chunks = streamed.bodyStream
         engine.enqueue(streamed)
+        var received = Data()
+        var streamError: NetworkError?
         do {
-            for try await _ in chunks {}
-        } catch {}
-        _ = await failure(of: streamed)
-        #expect(transport.requestCount == 1, "its reader had the first answer's end")
+            for try await chunk in chunks { received += chunk }
+        } catch {
+            streamError = error as? NetworkError
+        }
+        let outcome = await failure(of: streamed)
+        #expect(String(decoding: received, as: UTF8.self) == "hello", "only the attempt that was accepted reached the reader")
+        #expect(streamError?.code == .connectionLost)
+        #expect(outcome?.code == .connectionLost)
+        #expect(transport.requestCount == 3, "the 503s were retried; the broken body, which the reader had begun, was not")
 
         let once = AsyncStream<ByteBuffer> { continuation in
             continuation.yield(ByteBuffer(string: "data"))
@@ -94,6 +108,6 @@ extension PipelineTests {
         engine.enqueue(upload)
         let error = await failure(of: upload)
         #expect(error?.code == .unacceptableStatus, "the 503 itself, not bodyNotReplayable: \(String(describing: error))")
-        #expect(transport.requestCount == 2)
+        #expect(transport.requestCount == 4)
     }
 }

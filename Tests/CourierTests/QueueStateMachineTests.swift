@@ -37,6 +37,37 @@ struct QueueStateMachineTests {
         #expect(done.activity == 3)
     }
 
+    @Test func aLiveStreamGivesItsSlotBackOnceAndItsEndOrCancelFreesNoOther() {
+        var machine = Machine(maximumConcurrent: 1)
+        #expect(started(machine.enqueue(op(1), priority: .normal, key: nil)) == [[op(1)]])
+        #expect(machine.enqueue(op(2), priority: .normal, key: nil).start.isEmpty)
+        let stream = QueueStateMachine.FlightID(rawValue: 0)
+        // The stream's answer streams: the waiting GET starts in its slot.
+        #expect(started(machine.releaseSlot(stream)) == [[op(2)]])
+        #expect(machine.occupiedSlots == 1)
+        #expect(machine.releaseSlot(stream).start.isEmpty, "released once")
+        #expect(machine.occupiedSlots == 1)
+        #expect(machine.enqueue(op(3), priority: .normal, key: nil).start.isEmpty, "the GET holds the only slot")
+        // The stream ends: no slot is freed twice, op 3 still waits for the GET.
+        let ended = machine.flightFinished(stream)
+        #expect(ended.deliver == [op(1)])
+        #expect(ended.start.isEmpty)
+        #expect(machine.occupiedSlots == 1)
+        // The GET ends: op 3 starts.
+        #expect(started(machine.flightFinished(.init(rawValue: 1))) == [[op(3)]])
+        // A released stream that is cancelled, then stops, frees nothing either.
+        #expect(started(machine.releaseSlot(.init(rawValue: 2))).isEmpty)
+        #expect(machine.occupiedSlots == 0)
+        #expect(machine.cancel(op(3)).cancelFlights == [.init(rawValue: 2)])
+        _ = machine.flightFinished(.init(rawValue: 2))
+        #expect(machine.occupiedSlots == 0)
+        // A waiting flight has no slot to give.
+        var full = Machine(maximumConcurrent: 0)
+        _ = full.enqueue(op(9), priority: .normal, key: nil)
+        #expect(full.releaseSlot(.init(rawValue: 0)).start.isEmpty)
+        #expect(full.occupiedSlots == 0)
+    }
+
     @Test func cancelIfNotStartedLeavesARunningFlightAlone() {
         var machine = Machine(maximumConcurrent: 1)
         _ = machine.enqueue(op(1), priority: .normal, key: nil)          // running

@@ -187,6 +187,7 @@ extension NetworkOperation {
         // An operation with interceptors of its own runs alone: they might adapt or retry it differently.
         let shares = storage.withLockedValue { storage in
             storage.allowsCoalescing && storage.transfer.channel == nil && !storage.transfer.isResumable && storage.transfer.throttle == nil
+                && !storage.transfer.isLongLived
                 && storage.interceptors.isEmpty
         }
         guard shares else { return nil }

@@ -70,9 +70,12 @@ extension NetworkOperation {
     }
 
     /// The head of a final response of the operation's flight arrived.
-    func queueDidReceiveHead(status: HTTPResponse.Status, headers: HTTPFields) {
+    func queueDidReceiveHead(status: HTTPResponse.Status, headers: HTTPFields, version: NetworkResponse.ProtocolVersion? = nil) {
         let response = HTTPResponse(status: status, headerFields: headers)
-        storage.withLockedValue { $0.responseHead = response }
+        storage.withLockedValue {
+            $0.responseHead = response
+            $0.responseVersion = version
+        }
         guard context.monitors != nil else { return }
         emitWhileRunning(recording: { $0.receivedHead(at: .now) }) { monitor, operation in
             monitor.operation(operation, didReceiveResponseHead: response)

@@ -11,6 +11,8 @@ extension NetworkOperation {
         }
         var channel: BodyChannel?
         var throttle: Throttle?
+        /// ``NetworkOperation/isLongLived``.
+        var isLongLived = false
         /// Tells a running flight what an explicit cancel decided about the partial file (a resumable
         /// download's only: made when the operation becomes one).
         private(set) var control: TransferControl?
@@ -22,7 +24,7 @@ extension NetworkOperation {
             if let throttle { throttles.append(throttle) }
             return ResponseDestination(
                 files: files, isResumable: isResumable, channel: channel, acceptableStatusCodes: acceptableStatusCodes,
-                throttles: throttles, control: control)
+                throttles: throttles, control: control, isLongLived: isLongLived)
         }
 
         /// Whether the operation must have a flight of its own.
@@ -137,6 +139,29 @@ extension NetworkOperation {
     public var responseHead: HTTPResponse? {
         if let head = storage.withLockedValue({ $0.responseHead }) { return head }
         return receivedResponse.map { HTTPResponse(status: $0.status, headerFields: $0.headers) }
+    }
+
+    /// The HTTP version of the exchange that brought ``responseHead``, when the transport knows it (a
+    /// streamed body's `HTTP/2` status line, before the response is complete). `nil` before.
+    public var responseVersion: NetworkResponse.ProtocolVersion? {
+        if let version = storage.withLockedValue({ $0.responseHead != nil ? $0.responseVersion : nil }) { return version }
+        return receivedResponse?.version
+    }
+
+    /// Whether the answer may stream for as long as the server keeps it open (server-sent events, a long
+    /// poll, a log tail): the operation takes one of the queue's slots while it connects, and gives it
+    /// back once an accepted answer's head (a 2xx) arrives, so that open streams never narrow the
+    /// queue's width (``NetworkQueue/maximumConcurrentOperations``) nor hold back other work. It stays in
+    /// the queue (its activity count, cancellation by engine or URL) until it ends. `false` by default;
+    /// ``NetworkEngine/events(path:params:options:configure:)`` sets it. Set before enqueueing.
+    public var isLongLived: Bool {
+        get { storage.withLockedValue { $0.transfer.isLongLived } }
+        set {
+            storage.withLockedValue { storage in
+                guard storage.machine.state == .ready else { return }
+                storage.transfer.isLongLived = newValue
+            }
+        }
     }
 
     /// This operation's own bandwidth limit, in bytes per second, for its download and its upload; `nil`

@@ -120,6 +120,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         }
         /// The final response's head as it arrived, before its body (for ``NetworkOperation/responseHead``).
         var responseHead: HTTPResponse?
+        /// The HTTP version of ``responseHead``'s exchange, when the transport said.
+        var responseVersion: NetworkResponse.ProtocolVersion?
         /// A replay of a frozen request, sent by the outbox: never frozen again.
         var isReplay = false
         /// Set the moment the operation is decided to go to the outbox, before its row is written: from

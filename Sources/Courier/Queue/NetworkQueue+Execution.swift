@@ -247,14 +247,22 @@ extension NetworkQueue {
                 sentHops?.withLockedValue { $0 = ($0.first ?? sent, sent) }
                 forEachSubscriber(of: flight) { $0.queueDidStartRequest(sent) }
             }
-            sink.head = { [self] status, headers in
-                forEachSubscriber(of: flight) { $0.queueDidReceiveHead(status: status, headers: headers) }
+            sink.head = { [self] status, headers, version in
+                forEachSubscriber(of: flight) { $0.queueDidReceiveHead(status: status, headers: headers, version: version) }
             }
             sink.redirect = { [self] url in forEachSubscriber(of: flight) { $0.queueWillFollowRedirect(to: url) } }
         } else if request.destination.channel != nil {
             // A body read as it arrives: its reader sees the head (NetworkOperation.responseHead) first.
-            sink.head = { [self] status, headers in
-                forEachSubscriber(of: flight) { $0.queueDidReceiveHead(status: status, headers: headers) }
+            sink.head = { [self] status, headers, version in
+                forEachSubscriber(of: flight) { $0.queueDidReceiveHead(status: status, headers: headers, version: version) }
+            }
+        }
+        if request.destination.isLongLived {
+            // A live stream gives its slot back once its answer streams (a redirect's head is not that).
+            let head = sink.head
+            sink.head = { [self] status, headers, version in
+                head(status, headers, version)
+                if status.kind == .successful { apply { $0.releaseSlot(flight) } }
             }
         }
         let progress = sink
@@ -278,9 +286,9 @@ extension NetworkQueue {
             case .failure(let error):
                 logger.debug("courier request failed", metadata: ["courier-error": "\(error.code)"])
             }
-            // Not retried: a body stream's consumer already had the first attempt's bytes (and its end), and
-            // a one-shot request body is gone.
-            if let sentHops, !Task.isCancelled, request.destination.channel == nil,
+            // Not retried: a body stream whose consumer already had some of this attempt's bytes, and a
+            // one-shot request body (it is gone).
+            if let sentHops, !Task.isCancelled, !(request.destination.channel?.hasReceivedData ?? false),
                 request.bodySource?.isReplayable ?? true,
                 let failure = Self.retryableFailure(result)
             {

@@ -20,7 +20,9 @@ import HeapModule
 ///   engine's reachability): no more flights run than the narrowest limit among the groups whose
 ///   work is waiting; a group limited to 0 is paused, its flights parked (in order) until it opens;
 /// - a flight an interceptor retries gives up its slot while it waits (``suspendFlight(_:)``), then
-///   takes its old place in line (``requeueFlight(_:)``): it goes before work enqueued after it.
+///   takes its old place in line (``requeueFlight(_:)``): it goes before work enqueued after it;
+/// - a live stream (server-sent events) holds a slot while it connects and gives it back once its
+///   answer streams (``releaseSlot(_:)``): an open stream never narrows the queue's width.
 struct QueueStateMachine {
     /// The engine an operation belongs to.
     typealias Group = UInt64
@@ -61,6 +63,9 @@ struct QueueStateMachine {
         var priority: NetworkOperation.Priority
         let sequence: UInt64
         let group: Group
+        /// Whether the flight counts in `occupiedSlots` (running or cancelling, and not a stream that
+        /// gave its slot back).
+        var holdsSlot = false
     }
 
     private enum Membership {
@@ -217,7 +222,7 @@ struct QueueStateMachine {
             preconditionFailure("\(flightID) finished but is unknown")
         }
         precondition(flight.state != .waiting, "\(flightID) finished without starting")
-        occupiedSlots -= 1
+        if flight.holdsSlot { occupiedSlots -= 1 }
         if let key = flight.key, coalescing[key] == flightID { coalescing[key] = nil }
         for id in flight.subscribers { members[id] = nil }
         action.deliver = flight.subscribers
@@ -232,8 +237,9 @@ struct QueueStateMachine {
     mutating func suspendFlight(_ flightID: FlightID) -> Action? {
         guard var flight = flights[flightID], flight.state == .running else { return nil }
         flight.state = .suspended
+        if flight.holdsSlot { occupiedSlots -= 1 }
+        flight.holdsSlot = false
         flights[flightID] = flight
-        occupiedSlots -= 1
         var action = Action()
         schedule(into: &action)
         return action
@@ -264,6 +270,19 @@ struct QueueStateMachine {
         for id in flight.subscribers { members[id] = nil }
         action.deliver = flight.subscribers
         if !flight.subscribers.isEmpty { action.activity = members.count }
+        return action
+    }
+
+    /// A running flight's answer streams for as long as the server keeps it open (a live stream): it
+    /// gives its slot back, so waiting work may start. It goes on running; its end frees no slot.
+    /// Ignored (empty action) for a flight that holds none.
+    mutating func releaseSlot(_ flightID: FlightID) -> Action {
+        var action = Action()
+        guard var flight = flights[flightID], flight.holdsSlot, flight.state == .running else { return action }
+        flight.holdsSlot = false
+        flights[flightID] = flight
+        occupiedSlots -= 1
+        schedule(into: &action)
         return action
     }
 
@@ -391,6 +410,7 @@ struct QueueStateMachine {
                 continue
             }
             flight.state = .running
+            flight.holdsSlot = true
             flights[ticket.flight] = flight
             occupiedSlots += 1
             waitingFlightCount -= 1

@@ -17,6 +17,8 @@ final class BodyChannel: Sendable {
         var hasConsumer = false
         /// The producing task was cancelled: it no longer waits for room.
         var isProducerCancelled = false
+        /// A chunk was handed over: the consumer has part of a body, so the request is not sent again.
+        var hasReceivedData = false
 
         var unread: Int { buffer.count - head }
     }
@@ -37,6 +39,7 @@ final class BodyChannel: Sendable {
         guard !chunk.isEmpty else { return }
         let mustWait: Bool = state.withLockedValue { state in
             guard !state.isAbandoned, state.end == nil else { return false }
+            state.hasReceivedData = true
             if let consumer = state.consumer {
                 state.consumer = nil
                 consumer.resume(returning: chunk)
@@ -66,6 +69,11 @@ final class BodyChannel: Sendable {
             producer?.resume()
         }
     }
+
+    /// Whether any chunk was handed to the consumer: until then an interceptor may send the request again
+    /// (a 401 answered with a fresh token, a 503 retried), and the consumer only ever sees the final
+    /// attempt's body.
+    var hasReceivedData: Bool { state.withLockedValue { $0.hasReceivedData } }
 
     /// The body ended: completely (`nil`) or with `error`. Chunks already sent are still delivered.
     func finish(_ error: NetworkError?) {

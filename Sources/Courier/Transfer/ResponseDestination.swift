@@ -24,6 +24,9 @@ struct ResponseDestination: Sendable {
     /// Whether an explicit cancel asked to discard the partial file: a resumable download's only (any
     /// other removes its partial file anyway).
     var control: TransferControl?
+    /// Whether the flight gives its queue slot back once an accepted answer's head arrives
+    /// (``NetworkOperation/isLongLived``).
+    var isLongLived = false
 
     /// Whether an interrupted transfer keeps its partial file: a resumable one, unless cancelled explicitly.
     var keepsPartialFile: Bool { isResumable && !(control?.isDiscarding ?? false) }

@@ -13,8 +13,8 @@ struct RequestExecutor: Sendable {
         var informational: @Sendable (HTTPResponse.Status, HTTPFields) -> Void = { _, _ in }
         /// Each request as it goes on the wire, after the interceptors adapted it (one per redirect hop).
         var sending: @Sendable (PreparedRequest) -> Void = { _ in }
-        /// The head of each final response, redirects included.
-        var head: @Sendable (HTTPResponse.Status, HTTPFields) -> Void = { _, _ in }
+        /// The head of each final response, redirects included, with its HTTP version when known.
+        var head: @Sendable (HTTPResponse.Status, HTTPFields, NetworkResponse.ProtocolVersion?) -> Void = { _, _, _ in }
         /// A redirect is followed to this URL.
         var redirect: @Sendable (URL) -> Void = { _ in }
     }
@@ -110,7 +110,8 @@ struct RequestExecutor: Sendable {
         } catch {
             let failure: NetworkError = Task.isCancelled
                 ? .cancelled(url: request.url.absoluteString) : .wrapping(error, url: redirects.current.url.absoluteString)
-            request.destination.channel?.finish(failure)
+            // A body stream's reader hears the operation's outcome (after the interceptors decided whether
+            // to try again, which they may while the reader has had no byte).
             result = .failure(failure)
         }
         await held?.release(keeping: request.destination.keepsPartialFile)
@@ -136,7 +137,7 @@ struct RequestExecutor: Sendable {
             let wire = try await transportRequest(for: sent, deadline: deadline, progress: progress)
             let response = try await transport.execute(wire)
             if let body = wire.body { progress.upload(TransferProgress(completedBytes: Int64(body.count), totalBytes: Int64(body.count))) }
-            progress.head(response.status, response.headers)
+            progress.head(response.status, response.headers, response.version)
             await request.interceptors.didReceive(
                 status: response.status, headers: response.headers, for: sent, attempt: request.attempt,
                 visited: redirects.visited, originalURL: redirects.originalURL)
@@ -167,11 +168,9 @@ struct RequestExecutor: Sendable {
                         continue
                     }
                 }
+                // A body stream carries the body of an accepted answer only: this one is read to memory; the
+                // reader hears the operation's error (or a retry's body).
                 let body = try await readBody(of: response, for: current, progress: progress)
-                // A body stream carries the body of an accepted answer only; this one fails the operation.
-                destination.channel?.finish(NetworkError(
-                    .unacceptableStatus, "the server answered \(response.status.code) \(response.status.reasonPhrase)",
-                    url: current.url.absoluteString))
                 var delivered = NetworkResponse(
                     status: response.status, headers: response.headers, body: body,
                     url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain)

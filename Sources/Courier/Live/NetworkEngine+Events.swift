@@ -1,0 +1,49 @@
+public import Foundation
+
+// Server-sent events: a stream that reconnects, built from the engine's ordinary operations.
+extension NetworkEngine {
+    /// A server-sent event stream (`text/event-stream`) from a path under the engine's host: an
+    /// AsyncSequence of events that reconnects with `Last-Event-ID` when the connection drops, waits while
+    /// the host is unreachable, and ends on `204 No Content`. See ``ServerSentEvents`` for the rules.
+    ///
+    /// ```swift
+    /// for try await event in engine.events(path: "/notifications") {
+    ///     let note = try event.decode(Notification.self)
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - path: The path below the API path, as for ``operation(path:params:method:body:)``.
+    ///   - params: Query parameters.
+    ///   - options: Reconnection and limits.
+    ///   - configure: Called with each connection's operation before it is enqueued (a header, a
+    ///     priority); it must not enqueue it.
+    /// - Returns: The stream; iterating it connects.
+    public func events(
+        path: String, params: [String: ParameterValue] = [:], options: ServerSentEvents.Options = ServerSentEvents.Options(),
+        configure: (@Sendable (NetworkOperation) -> Void)? = nil
+    ) -> ServerSentEvents {
+        ServerSentEvents(engine: self, options: options) { engine in
+            let operation = engine.operation(path: path, params: params)
+            configure?(operation)
+            return operation
+        }
+    }
+
+    /// A server-sent event stream from an absolute URL; see ``events(path:params:options:configure:)``.
+    /// - Parameters:
+    ///   - url: An absolute http or https URL.
+    ///   - params: Query parameters.
+    ///   - options: Reconnection and limits.
+    ///   - configure: Called with each connection's operation before it is enqueued.
+    /// - Returns: The stream; iterating it connects.
+    public func events(
+        url: String, params: [String: ParameterValue] = [:], options: ServerSentEvents.Options = ServerSentEvents.Options(),
+        configure: (@Sendable (NetworkOperation) -> Void)? = nil
+    ) -> ServerSentEvents {
+        ServerSentEvents(engine: self, options: options) { engine in
+            let operation = engine.operation(url: url, params: params)
+            configure?(operation)
+            return operation
+        }
+    }
+}
