@@ -21,7 +21,8 @@ let package = Package(
         .executable(name: "courier", targets: ["courier"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The unstable-API trait: response trailers (`HTTPClientResponse.Body.trailers`).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0", traits: ["UnstableHTTPAPIsSupport"]),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),

@@ -397,6 +397,17 @@ func sample_LiveConnections_4() async throws {
     _ = chunks
 }
 
+// Sources/Courier/Courier.docc/LiveConnections.md, sample 5
+func sample_LiveConnections_5() async throws {
+    let op = engine.operation(path: "/exports/today.csv")
+    let chunks = op.bodyStream
+    engine.enqueue(op)
+    for try await chunk in chunks { FileHandle.standardOutput.write(chunk) }
+    if let checksum = op.responseTrailers?[HTTPField.Name("X-Checksum")!] { print("checksum", checksum) }
+    _ = op
+    _ = chunks
+}
+
 // Sources/Courier/Courier.docc/Monitoring.md, sample 1
 func sample_Monitoring_1() async throws {
 

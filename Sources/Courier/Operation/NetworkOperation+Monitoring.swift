@@ -70,6 +70,10 @@ extension NetworkOperation {
     }
 
     /// The head of a final response of the operation's flight arrived.
+    func queueDidReceiveTrailers(_ trailers: HTTPFields) {
+        storage.withLockedValue { $0.responseTrailers = trailers }
+    }
+
     func queueDidReceiveHead(status: HTTPResponse.Status, headers: HTTPFields, version: NetworkResponse.ProtocolVersion? = nil) {
         let response = HTTPResponse(status: status, headerFields: headers)
         storage.withLockedValue {

@@ -141,6 +141,18 @@ extension NetworkOperation {
         return receivedResponse.map { HTTPResponse(status: $0.status, headerFields: $0.headers) }
     }
 
+    /// The trailer fields that followed the body (``NetworkResponse/trailers``), once it has ended: for a
+    /// ``bodyStream`` reader, set before the stream's end is delivered. `nil` before, and for a body
+    /// without trailers.
+    /// ```swift
+    /// for try await chunk in stream { digest.update(data: chunk) }
+    /// let expected = op.responseTrailers?[HTTPField.Name("Digest")!]
+    /// ```
+    public var responseTrailers: HTTPFields? {
+        if let trailers = storage.withLockedValue({ $0.responseTrailers }) { return trailers }
+        return receivedResponse?.trailers
+    }
+
     /// The HTTP version of the exchange that brought ``responseHead``, when the transport knows it (a
     /// streamed body's `HTTP/2` status line, before the response is complete). `nil` before.
     public var responseVersion: NetworkResponse.ProtocolVersion? {

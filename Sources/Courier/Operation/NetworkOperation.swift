@@ -122,6 +122,8 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         var responseHead: HTTPResponse?
         /// The HTTP version of ``responseHead``'s exchange, when the transport said.
         var responseVersion: NetworkResponse.ProtocolVersion?
+        /// The trailer fields of a body read with ``bodyStream``.
+        var responseTrailers: HTTPFields?
         /// A replay of a frozen request, sent by the outbox: never frozen again.
         var isReplay = false
         /// Set the moment the operation is decided to go to the outbox, before its row is written: from

@@ -28,6 +28,10 @@ public struct NetworkResponse: Sendable {
     /// The HTTP version the response came over (HTTP/2 when the server chose it), or `nil` when it is
     /// not known: served from the cache, or by a transport that does not say.
     public var version: ProtocolVersion?
+    /// The trailer fields that followed the body (a chunked HTTP/1.1 body's, an HTTP/2 response's
+    /// trailing HEADERS: a checksum, a gRPC status), or `nil` when there were none. Never from the cache
+    /// (not stored), and not merged into ``headers``.
+    public var trailers: HTTPFields?
 
     /// Creates a response.
     /// - Parameters:

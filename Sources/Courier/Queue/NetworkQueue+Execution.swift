@@ -257,6 +257,10 @@ extension NetworkQueue {
                 forEachSubscriber(of: flight) { $0.queueDidReceiveHead(status: status, headers: headers, version: version) }
             }
         }
+        if request.destination.channel != nil {
+            // ... and the trailers (NetworkOperation.responseTrailers) before its end.
+            sink.trailers = { [self] fields in forEachSubscriber(of: flight) { $0.queueDidReceiveTrailers(fields) } }
+        }
         if request.destination.isLongLived {
             // A live stream gives its slot back once its answer streams (a redirect's head is not that).
             let head = sink.head

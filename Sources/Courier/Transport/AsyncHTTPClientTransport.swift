@@ -122,17 +122,30 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                     headers.append(HTTPField(name: fieldName, value: value))
                 }
             }
-            return TransportResponse(
+            var transportResponse = TransportResponse(
                 status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
                 headers: headers,
                 body: ErrorMappingBody(base: response.body, url: url),
                 version: NetworkResponse.ProtocolVersion(major: response.version.major, minor: response.version.minor)
             )
+            let body = response.body
+            transportResponse.trailers = { Self.fields(body.trailers) }
+            return transportResponse
         } catch let mismatch as PinCheck.Mismatch {
             throw PinCheck.networkError(mismatch, host: request.url.host ?? "", url: url)
         } catch {
             throw Self.networkError(for: error, url: url)
         }
+    }
+
+    /// Trailer fields as `HTTPFields` (names that are not valid tokens are dropped); `nil` for none.
+    static func fields(_ headers: HTTPHeaders?) -> HTTPFields? {
+        guard let headers, !headers.isEmpty else { return nil }
+        var fields = HTTPFields()
+        for (name, value) in headers {
+            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
+        }
+        return fields
     }
 
     /// The client key for a request; a pinned host is refused over plain http (a pin cannot be checked).

@@ -185,6 +185,9 @@ public struct TransportResponse: Sendable {
     public var body: any AsyncSequence<ByteBuffer, any Error> & Sendable
     /// The HTTP version of the exchange, when the transport knows it.
     public var version: NetworkResponse.ProtocolVersion?
+    /// The response's trailer fields, read once its body has ended (`nil` when it had none, or the
+    /// transport cannot see them).
+    public var trailers: (@Sendable () -> HTTPFields?)?
 
     /// Creates a response.
     /// - Parameters:

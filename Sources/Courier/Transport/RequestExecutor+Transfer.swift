@@ -199,6 +199,7 @@ extension RequestExecutor {
             }
             throw error
         }
+        if let trailers = response.trailers?() { progress.trailers(trailers) }
         destination.channel?.finish(nil)
         var headers = response.headers
         if offset > 0 {

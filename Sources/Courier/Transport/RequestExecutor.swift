@@ -17,6 +17,8 @@ struct RequestExecutor: Sendable {
         var head: @Sendable (HTTPResponse.Status, HTTPFields, NetworkResponse.ProtocolVersion?) -> Void = { _, _, _ in }
         /// A redirect is followed to this URL.
         var redirect: @Sendable (URL) -> Void = { _ in }
+        /// The trailer fields of a body streamed to its destination, before its end is told.
+        var trailers: @Sendable (HTTPFields) -> Void = { _ in }
     }
 
     /// Bytes of a redirect's body read (and dropped) so the connection can be reused; more closes it.
@@ -159,6 +161,7 @@ struct RequestExecutor: Sendable {
                             url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain)
                         delivered.fileURLs = files
                         delivered.version = response.version
+                        delivered.trailers = response.trailers?()
                         return .success(delivered)
                     case .startOver:
                         redirects.setHeaders([:], removing: [.range, .ifRange])
@@ -175,6 +178,7 @@ struct RequestExecutor: Sendable {
                     status: response.status, headers: response.headers, body: body,
                     url: current.url, originalURL: redirects.originalURL, redirectChain: redirects.chain)
                 delivered.version = response.version
+                delivered.trailers = response.trailers?()
                 return .success(delivered)
             case .follow(let next):
                 if let source = next.bodySource, !source.isReplayable {

@@ -13,6 +13,8 @@ final class EventStreamServer: Sendable {
         case pause(milliseconds: Int64)
         /// Ends the response properly (the connection may be reused).
         case end
+        /// Ends a chunked response with these trailer fields.
+        case trailers([(String, String)])
         /// Closes the connection in the middle of the response.
         case drop
         /// Stops here: the connection stays open and silent.
@@ -109,6 +111,9 @@ final class EventStreamServer: Sendable {
                     return
                 case .end:
                     context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+                    return
+                case .trailers(let fields):
+                    context.writeAndFlush(wrapOutboundOut(.end(HTTPHeaders(fields))), promise: nil)
                     return
                 case .drop:
                     context.close(promise: nil)

@@ -1,0 +1,52 @@
+import Foundation
+import HTTPTypes
+import Testing
+@testable import Courier
+
+/// Tier 3: response trailers, read through every way a body is taken.
+@Suite("Response trailers")
+struct TrailersTests {
+    static let checksum = HTTPField.Name("X-Checksum")!
+
+    private func server() async throws -> EventStreamServer {
+        try await EventStreamServer.start { request, _ in
+            switch request.uri {
+            case "/plain": [.head(200, [("Content-Type", "text/plain"), ("Content-Length", "5")]), .send("hello"), .end]
+            default:
+                [.head(200, [("Content-Type", "text/plain"), ("Trailer", "X-Checksum")]), .send("hel"), .send("lo"),
+                 .trailers([("X-Checksum", "sha256=abc"), ("X-Rows", "2")])]
+            }
+        }
+    }
+
+    @Test func aResponseKeepsItsTrailersApartFromItsHeaders() async throws {
+        let server = try await server()
+        defer { Task { try? await server.shutdown() } }
+        let engine = ServerSentEventsTests.engine(server)
+        let response = try await engine.send(engine.operation(path: "/trailed"))
+        #expect(response.string == "hello")
+        #expect(response.trailers?[Self.checksum] == "sha256=abc")
+        #expect(response.trailers?[HTTPField.Name("X-Rows")!] == "2")
+        #expect(response.headers[Self.checksum] == nil, "not merged into the head")
+        let plain = try await engine.send(engine.operation(path: "/plain"))
+        #expect(plain.trailers == nil)
+    }
+
+    @Test func aBodyStreamReaderAndADownloadSeeThemToo() async throws {
+        let server = try await server()
+        defer { Task { try? await server.shutdown() } }
+        let engine = ServerSentEventsTests.engine(server)
+        let op = engine.operation(path: "/trailed")
+        let stream = op.bodyStream
+        engine.enqueue(op)
+        var body = Data()
+        for try await chunk in stream { body += chunk }
+        #expect(String(decoding: body, as: UTF8.self) == "hello")
+        #expect(op.responseTrailers?[Self.checksum] == "sha256=abc", "set before the stream's end is delivered")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("trailers-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let download = try await engine.download(path: "/trailed", to: file)
+        #expect(try Data(contentsOf: file) == Data("hello".utf8))
+        #expect(download.trailers?[Self.checksum] == "sha256=abc")
+    }
+}
