@@ -21,8 +21,9 @@ let package = Package(
         .executable(name: "courier", targets: ["courier"]),
     ],
     dependencies: [
-        // The unstable-API trait: response trailers (`HTTPClientResponse.Body.trailers`).
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0", traits: ["UnstableHTTPAPIsSupport"]),
+        // The unstable-API trait gives response trailers (`HTTPClientResponse.Body.trailers`): pinned to a
+        // minor version, since that API may change in the next.
+        .package(url: "https://github.com/swift-server/async-http-client", .upToNextMinor(from: "1.37.0"), traits: ["UnstableHTTPAPIsSupport"]),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
