@@ -70,15 +70,7 @@ struct DownloadCommand: AsyncParsableCommand {
         let target = try destination()
         if resume, case .inPlace(let path) = target { throw CLIFailure.usage("--continue needs a regular file to resume, not \(path)") }
         let verboseOutput = verbose ? VerboseOutput() : nil
-        let (interceptors, jar) = try pipeline.interceptors(for: url)
-        let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
-        let proxy = try connection.proxySettings()
-        let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
-            $0.trust = trust
-            $0.httpVersions = connection.httpVersions
-            $0.proxy = proxy
-            $0.interceptors = interceptors
-            $0.cookieJar = jar
+        let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: try pipeline.configuration(for: url, connection: connection).with {
             $0.dataDirectory = nil
             if let timeout { $0.timeouts.read = timeout }
             if let verboseOutput { $0.eventMonitors = verboseOutput.monitors() }
@@ -109,12 +101,12 @@ struct DownloadCommand: AsyncParsableCommand {
         let response: NetworkResponse
         do {
             response = try await engine.send(operation)
-            await jar?.waitUntilPersisted()
+            await engine.configuration.cookieJar?.waitUntilPersisted()
             await verboseOutput?.waitUntilWritten(operation)
         } catch {
             await verboseOutput?.waitUntilWritten(operation)
             bar.finish()
-            await jar?.waitUntilPersisted()
+            await engine.configuration.cookieJar?.waitUntilPersisted()
             // A body that could not be written cancelled the operation: that is what went wrong.
             if let failure = writer?.failure { throw failure }
             if error.code == .cancelled {

@@ -83,16 +83,7 @@ struct EventsCommand: AsyncParsableCommand {
     }
 
     private func makeEngine() throws -> NetworkEngine {
-        let (interceptors, jar) = try pipeline.interceptors(for: url)
-        let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
-        let proxy = try connection.proxySettings()
-        let configuration = NetworkEngine.Configuration {
-            $0.trust = trust
-            $0.httpVersions = connection.httpVersions
-            $0.proxy = proxy
-            $0.interceptors = interceptors
-            $0.cookieJar = jar
-        }
+        let configuration = try pipeline.configuration(for: url, connection: connection)
         return NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: configuration, queue: NetworkQueue())
     }
 }

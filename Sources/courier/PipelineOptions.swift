@@ -36,6 +36,22 @@ struct PipelineOptions: ParsableArguments {
         + "session cookies are kept too, as a browser session would).", valueName: "file"))
     var cookieJar: String?
 
+    /// An engine's configuration for requests to `url`: these options' interceptors and cookie jar, and
+    /// the connection options' trust (its warnings on stderr), HTTP versions and proxy. Each command adds
+    /// what is its own.
+    func configuration(for url: String, connection: ConnectionOptions) throws -> NetworkEngine.Configuration {
+        let (interceptors, jar) = try interceptors(for: url)
+        let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
+        let proxy = try connection.proxySettings()
+        return NetworkEngine.Configuration {
+            $0.trust = trust
+            $0.httpVersions = connection.httpVersions
+            $0.proxy = proxy
+            $0.interceptors = interceptors
+            $0.cookieJar = jar
+        }
+    }
+
     /// The interceptors the options ask for, and the jar (to wait for before exiting); a malformed
     /// option is a usage error.
     func interceptors(for url: String) throws(CLIFailure) -> (interceptors: [any RequestInterceptor], jar: CookieJar?) {
@@ -65,6 +81,15 @@ struct PipelineOptions: ParsableArguments {
         }
         let jar = cookieJar.map { CookieJar(persistingAt: URL(fileURLWithPath: $0), keepsSessionCookies: true) }
         return (interceptors, jar)
+    }
+}
+
+extension NetworkEngine.Configuration {
+    /// This configuration with `change` applied.
+    func with(_ change: (inout Self) -> Void) -> Self {
+        var configuration = self
+        change(&configuration)
+        return configuration
     }
 }
 

@@ -97,16 +97,8 @@ struct RequestOptions: ParsableArguments {
     /// An engine for this one request: every status is a response (the exit code tells them apart).
     func makeEngine(_ adjust: (inout NetworkEngine.Configuration) -> Void = { _ in }) throws -> NetworkEngine {
         try checkUsage()
-        let (interceptors, jar) = try pipeline.interceptors(for: url)
         let responseCache = (cache || cacheDir != nil) ? CacheCommand.openCache(cacheDir) : nil
-        let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
-        let proxy = try connection.proxySettings()
-        let configuration = NetworkEngine.Configuration {
-            $0.trust = trust
-            $0.httpVersions = connection.httpVersions
-            $0.proxy = proxy
-            $0.interceptors = interceptors
-            $0.cookieJar = jar
+        let configuration = try pipeline.configuration(for: url, connection: connection).with {
             $0.cache = responseCache
             $0.acceptableStatusCodes = Set(100..<600)
             if let timeout {

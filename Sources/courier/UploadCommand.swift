@@ -36,15 +36,7 @@ struct UploadCommand: AsyncParsableCommand {
         try RequestOptions.checkURL(url)
         guard FileManager.default.isReadableFile(atPath: file) else { throw CLIFailure.usage("cannot read '\(file)'") }
         let fields = try RequestOptions.fields(RequestOptions.headerPairs(headers))
-        let (interceptors, jar) = try pipeline.interceptors(for: url)
-        let trust = try connection.trust(for: url) { StandardStream.standardError.write($0 + "\n") }
-        let proxy = try connection.proxySettings()
-        let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: .init {
-            $0.trust = trust
-            $0.httpVersions = connection.httpVersions
-            $0.proxy = proxy
-            $0.interceptors = interceptors
-            $0.cookieJar = jar
+        let engine = NetworkEngine(baseURL: PipelineOptions.withoutUserInfo(url), configuration: try pipeline.configuration(for: url, connection: connection).with {
             $0.dataDirectory = nil
             $0.acceptableStatusCodes = Set(100..<600)
         }, queue: NetworkQueue())
@@ -56,10 +48,10 @@ struct UploadCommand: AsyncParsableCommand {
         let response: NetworkResponse
         do {
             response = try await engine.send(operation)
-            await jar?.waitUntilPersisted()
+            await engine.configuration.cookieJar?.waitUntilPersisted()
         } catch {
             bar.finish()
-            await jar?.waitUntilPersisted()
+            await engine.configuration.cookieJar?.waitUntilPersisted()
             throw CLIFailure(exitCode: 1, message: error.description)
         }
         bar.finish()
