@@ -47,6 +47,8 @@ struct EventSourceStateMachineTests {
         #expect(machine.openStreamEnded() == .reconnect(after: .milliseconds(250)))
         #expect(machine.failedAttempts == 0)
         #expect(machine.failed(NetworkError(.cannotConnect)) == .reconnect(after: .milliseconds(250)), "the backoff starts from the server's time")
+        machine.serverSetReconnectionTime(.milliseconds(9_000_000_000_000))
+        #expect(machine.openStreamEnded() == .reconnect(after: .seconds(3600)), "a century's retry: waits an hour")
     }
 
     @Test func cancellationEndsAndOtherErrorsFail() {

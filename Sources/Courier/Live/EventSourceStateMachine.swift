@@ -10,7 +10,7 @@ import Foundation
 ///   reconnects after a backoff; `Retry-After` is honoured when longer (up to an hour);
 /// - any other answer (a `401`, a `404`, a redirect loop, ...) fails the stream with its error;
 /// - a stream that was open and ended reconnects after the reconnection time (the server's last
-///   `retry:`, else the options'), with no backoff: ending is what streams do;
+///   `retry:`, up to an hour, else the options'), with no backoff: ending is what streams do;
 /// - consecutive attempts that did not open double the wait, up to ``ServerSentEvents/Options/maximumDelay``;
 ///   after ``ServerSentEvents/Options/maximumAttempts`` of them in a row the stream fails with the last error.
 struct EventSourceStateMachine {
@@ -52,9 +52,10 @@ struct EventSourceStateMachine {
     /// The wait before reconnecting after an open stream ended.
     var reconnectionTime: Duration { serverReconnectionTime ?? options.reconnectionTime }
 
-    /// The server set its reconnection time (`retry:`).
+    /// The server set its reconnection time (`retry:`): honoured up to an hour, as `Retry-After` is (a
+    /// `retry:` of a century would end the stream without saying so).
     mutating func serverSetReconnectionTime(_ time: Duration) {
-        serverReconnectionTime = time
+        serverReconnectionTime = min(time, Self.longestRetryAfter)
     }
 
     /// A response head arrived.

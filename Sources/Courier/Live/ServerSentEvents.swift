@@ -5,7 +5,7 @@ public import Foundation
 ///
 /// Each iteration opens its own stream: the first call to `next()` connects. The stream then lives as
 /// long as the loop reads it:
-/// - a dropped connection reconnects after the server's `retry:` time (3 s until it sends one) and
+/// - a dropped connection reconnects after the server's `retry:` time (3 s until it sends one, an hour at most) and
 ///   sends `Last-Event-ID`, so the server can resume where the stream was; every event arrives once and
 ///   in order as far as the server honours it;
 /// - attempts that fail to open (no route, refused, a `503`) back off, doubling up to
