@@ -1,6 +1,13 @@
 import ArgumentParser
 import Courier
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `courier events URL`: prints a server-sent event stream as its events arrive, reconnecting with
 /// `Last-Event-ID` when the connection drops.
@@ -54,10 +61,12 @@ struct EventsCommand: AsyncParsableCommand {
             for field in fields { operation.setHeader(field.value, forName: field.name.rawName) }
         }
         var printed = 0
+        var writeError: Int32?
         do {
             for try await event in stream {
                 let text = Self.text(of: event)
-                _ = await OutputFile.onQueue { StandardStream.writeAll(Data(text.utf8), to: 1) }
+                writeError = await OutputFile.onQueue { StandardStream.writeAll(Data(text.utf8), to: 1) }
+                if writeError != nil { break }   // leaving the loop closes the stream
                 printed += 1
                 if let count, printed >= count { break }
             }
@@ -70,6 +79,11 @@ struct EventsCommand: AsyncParsableCommand {
             }
         }
         await engine.configuration.cookieJar?.waitUntilPersisted()
+        if let writeError {
+            // The reader went away (`courier events URL | head`): quietly, with status 23, as every command.
+            if writeError == EPIPE { throw CLIFailure(exitCode: StandardStream.brokenPipeStatus, message: "") }
+            throw CLIFailure(exitCode: 1, message: "cannot write the standard output: \(String(cString: strerror(writeError)))")
+        }
     }
 
     /// An event as the stream format writes it: `id:`, `event:` (when not "message"), a `data:` line per

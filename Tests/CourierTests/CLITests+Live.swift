@@ -94,6 +94,35 @@ extension CLITests {
         #expect(first.stdout == "id: 1\nevent: order\ndata: {\"id\":1}\n\n")
     }
 
+    @Test func eventsEndsQuietlyWithStatus23WhenItsReaderGoesAway() async throws {
+        let server = try await EventStreamServer.start { _, _ in
+            [.head(200)] + (0..<400).flatMap { n -> [EventStreamServer.Step] in [.send("id: \(n)\ndata: tick \(n)\n\n"), .pause(milliseconds: 25)] } + [.end]
+        }
+        defer { Task { try? await server.shutdown() } }
+        let process = Process()
+        process.executableURL = Self.binary
+        process.arguments = ["events", server.baseURL + "/forever"]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        // `| head -n 3`: three lines read, then the reader is gone.
+        let reader = out.fileHandleForReading
+        let lines = await offThePool { () -> Int in
+            var newlines = 0
+            while newlines < 3, let byte = try? reader.read(upToCount: 1), !byte.isEmpty { if byte == Data([0x0A]) { newlines += 1 } }
+            return newlines
+        }
+        try reader.close()
+        let started = ContinuousClock.now
+        let stderr = String(decoding: try await err.fileHandleForReading.readAll(), as: UTF8.self)
+        await process.exited()
+        #expect(lines == 3)
+        #expect(process.terminationStatus == 23, "\(stderr)")
+        #expect(stderr.isEmpty)
+        #expect(ContinuousClock.now - started < .seconds(5), "it stopped when its output went away, not at the stream's end")
+    }
+
     @Test func eventsFailsOnAnAnswerThatIsNoStream() async throws {
         let server = try await EventStreamServer.start { request, _ in
             request.uri == "/json"

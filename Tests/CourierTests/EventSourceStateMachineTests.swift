@@ -43,12 +43,38 @@ struct EventSourceStateMachineTests {
         var machine = EventSourceStateMachine(options: options)
         _ = machine.failed(NetworkError(.timeout))
         _ = machine.failed(NetworkError(.connectionLost))
-        machine.serverSetReconnectionTime(.milliseconds(250))
-        #expect(machine.openStreamEnded() == .reconnect(after: .milliseconds(250)))
+        machine.serverSetReconnectionTime(.milliseconds(750))
+        #expect(machine.openStreamEnded(deliveredEvents: true, lasted: .milliseconds(10)) == .reconnect(after: .milliseconds(750)))
         #expect(machine.failedAttempts == 0)
-        #expect(machine.failed(NetworkError(.cannotConnect)) == .reconnect(after: .milliseconds(250)), "the backoff starts from the server's time")
+        #expect(machine.failed(NetworkError(.cannotConnect)) == .reconnect(after: .milliseconds(750)), "the backoff starts from the server's time")
+        #expect(machine.openStreamEnded(deliveredEvents: false, lasted: .seconds(30)) == .reconnect(after: .milliseconds(750)),
+                "a long quiet stream (keep-alives only) that ends is no failure")
         machine.serverSetReconnectionTime(.milliseconds(9_000_000_000_000))
-        #expect(machine.openStreamEnded() == .reconnect(after: .seconds(3600)), "a century's retry: waits an hour")
+        #expect(machine.openStreamEnded(deliveredEvents: true, lasted: .seconds(1)) == .reconnect(after: .seconds(3600)), "a century's retry: waits an hour")
+    }
+
+    @Test func aServerThatHangsUpAtOnceOrSaysRetryZeroGetsNoStorm() {
+        var machine = EventSourceStateMachine(options: options)
+        machine.serverSetReconnectionTime(.zero)
+        // Opened, no event, closed at once: a failed attempt, with backoff from the floor, and maximumAttempts.
+        var waits: [Duration] = []
+        for _ in 0..<5 {
+            guard case .reconnect(let wait) = machine.openStreamEnded(deliveredEvents: false, lasted: .milliseconds(3)) else {
+                Issue.record("gave up early")
+                return
+            }
+            waits.append(wait)
+        }
+        #expect(waits.allSatisfy { $0 >= .milliseconds(500) }, "\(waits)")
+        guard case .fail(let error) = machine.openStreamEnded(deliveredEvents: false, lasted: .milliseconds(3)) else {
+            Issue.record("a sixth hang-up in a row did not fail the stream")
+            return
+        }
+        #expect(error.code == .connectionLost)
+        // One event and a hang-up each time, retry: 0: never faster than the floor.
+        var quick = EventSourceStateMachine(options: options)
+        quick.serverSetReconnectionTime(.zero)
+        for _ in 0..<100 { #expect(quick.openStreamEnded(deliveredEvents: true, lasted: .milliseconds(1)) == .reconnect(after: .milliseconds(500))) }
     }
 
     @Test func cancellationEndsAndOtherErrorsFail() {
@@ -56,7 +82,7 @@ struct EventSourceStateMachineTests {
         #expect(machine.failed(.cancelled(url: nil)) == .end)
         #expect(machine.failed(NetworkError(.tls)) == .fail(NetworkError(.tls)))
         #expect(machine.failed(NetworkError(.tooManyRedirects)) == .fail(NetworkError(.tooManyRedirects)))
-        let unlimited = ServerSentEvents.Options(reconnectionTime: .zero, maximumDelay: .seconds(1))
+        let unlimited = ServerSentEvents.Options(reconnectionTime: .zero, maximumDelay: .seconds(1), minimumDelay: .zero)
         var forever = EventSourceStateMachine(options: unlimited)
         for _ in 0..<1000 { #expect(forever.failed(NetworkError(.cannotConnect)) == .reconnect(after: .zero)) }
     }

@@ -32,6 +32,38 @@ struct TrailersTests {
         #expect(plain.trailers == nil)
     }
 
+    @Test func theyArriveWithAnInformationalHandlerAndAreNeverARetriedAttemptsOwn() async throws {
+        let server = try await EventStreamServer.start { request, index in
+            if request.uri == "/retried" && index == 1 {
+                return [.head(503, [("Content-Type", "text/plain")]), .trailers([("X-Checksum", "stale")])]
+            }
+            if request.uri == "/retried" { return [.head(200, [("Content-Length", "5")]), .send("fresh"), .end] }
+            return [.head(200, [("Content-Type", "text/plain")]), .send("hello"), .trailers([("X-Checksum", "sha256=abc")])]
+        }
+        defer { Task { try? await server.shutdown() } }
+        let engine = ServerSentEventsTests.engine(server)
+        // Through the connection that reports interim responses.
+        let interim = engine.operation(path: "/trailed").onInformationalResponse { _ in }
+        #expect(try await engine.send(interim).trailers?[Self.checksum] == "sha256=abc")
+        // A 503 with trailers, retried: the reader and the response see the final attempt only.
+        let retrying = NetworkEngine(
+            host: "127.0.0.1", port: server.port, isSecure: false,
+            configuration: .init {
+                $0.dataDirectory = nil
+                $0.reachability = ManualReachability()
+                $0.acceptableStatusCodes = Set(200..<600)
+                $0.interceptors = [RetryPolicy(maximumAttempts: 3, backoff: RetryBackoff(base: .milliseconds(5)))]
+            }, queue: NetworkQueue())
+        let op = retrying.operation(path: "/retried")
+        let stream = op.bodyStream
+        retrying.enqueue(op)
+        var body = Data()
+        for try await chunk in stream { body += chunk }
+        #expect(String(decoding: body, as: UTF8.self) == "fresh")
+        #expect(op.responseTrailers == nil, "the 503's trailers are not the answer's")
+        #expect(try await op.response().trailers == nil)
+    }
+
     @Test func aBodyStreamReaderAndADownloadSeeThemToo() async throws {
         let server = try await server()
         defer { Task { try? await server.shutdown() } }

@@ -10,9 +10,12 @@ import Foundation
 ///   reconnects after a backoff; `Retry-After` is honoured when longer (up to an hour);
 /// - any other answer (a `401`, a `404`, a redirect loop, ...) fails the stream with its error;
 /// - a stream that was open and ended reconnects after the reconnection time (the server's last
-///   `retry:`, up to an hour, else the options'), with no backoff: ending is what streams do;
-/// - consecutive attempts that did not open double the wait, up to ``ServerSentEvents/Options/maximumDelay``;
-///   after ``ServerSentEvents/Options/maximumAttempts`` of them in a row the stream fails with the last error.
+///   `retry:`, up to an hour, else the options'), with no backoff: ending is what streams do; but one that
+///   ended within ``shortLived`` of opening without a single event counts as a failed attempt (a server
+///   that accepts and hangs up at once must not get a reconnection storm);
+/// - consecutive failed attempts double the wait, up to ``ServerSentEvents/Options/maximumDelay``;
+///   after ``ServerSentEvents/Options/maximumAttempts`` of them in a row the stream fails with the last error;
+/// - no wait is shorter than ``ServerSentEvents/Options/minimumDelay`` (500 ms), whatever `retry:` says.
 struct EventSourceStateMachine {
     /// What to do next.
     enum Decision: Equatable {
@@ -77,11 +80,23 @@ struct EventSourceStateMachine {
         return .decided(attemptFailed(NetworkError(.unacceptableStatus, "the server answered \(status) to an event stream", url: url), retryAfter: retryAfter))
     }
 
-    /// The stream delivered what the server sent and then ended (the server closed it, or it was lost
-    /// after opening).
-    mutating func openStreamEnded() -> Decision {
+    /// How long a stream must have been open, when it sent no event, for its end to count as a stream
+    /// that ended rather than an attempt that failed.
+    static let shortLived = Duration.seconds(5)
+
+    /// An open stream ended: the server closed it, or the connection was lost after it opened.
+    /// - Parameters:
+    ///   - deliveredEvents: Whether this connection brought at least one event.
+    ///   - lasted: How long it was open.
+    ///   - error: The failure that ended it, if any.
+    mutating func openStreamEnded(deliveredEvents: Bool, lasted: Duration, error: NetworkError? = nil) -> Decision {
+        guard deliveredEvents || lasted >= Self.shortLived else {
+            return attemptFailed(
+                error ?? NetworkError(.connectionLost, "the server ended the event stream \(lasted) after opening it, before its first event"),
+                retryAfter: nil)
+        }
         failedAttempts = 0
-        return .reconnect(after: reconnectionTime)
+        return .reconnect(after: max(reconnectionTime, options.minimumDelay))
     }
 
     /// An attempt failed before the stream opened (or with an error that is not the network's).
@@ -109,7 +124,7 @@ struct EventSourceStateMachine {
         }
         wait = min(wait, max(options.maximumDelay, reconnectionTime))
         if let retryAfter, retryAfter > wait { wait = min(retryAfter, max(wait, Self.longestRetryAfter)) }
-        return .reconnect(after: wait)
+        return .reconnect(after: max(wait, options.minimumDelay))
     }
 
     /// The longest `Retry-After` honoured: a server's "come back next year" waits an hour.

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 // Server-sent events: a stream that reconnects, built from the engine's ordinary operations.
 extension NetworkEngine {

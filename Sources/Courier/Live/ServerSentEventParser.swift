@@ -3,8 +3,11 @@
 /// A pure value: no I/O, no clock. Chunks may split anything (a line, a CR LF pair, a UTF-8 sequence):
 /// only complete lines are decoded (a line break is an ASCII byte, never inside a UTF-8 sequence), so the
 /// parser holds at most one line and one event's data between chunks. A line or an event's data longer
-/// than `maximumEventSize` is refused (``NetworkError/Code/bodyTooLarge``): a server cannot make the
-/// client hold an endless line.
+/// than `maximumEventSize` stops the parser (``failure``, ``NetworkError/Code/bodyTooLarge``) after the
+/// events completed before it: a server cannot make the client hold an endless line.
+///
+/// One departure from the standard: an `id` with a control character (other than a tab, C1 included) is
+/// ignored, as one with NUL is, since it could not be sent back as `Last-Event-ID`.
 ///
 /// The stream's state that outlives a connection (the last event ID, the reconnection time) is read by
 /// the reconnecting loop and given to the next connection's parser.
@@ -27,6 +30,8 @@ struct ServerSentEventParser {
     private var eventType = ""
     private var idBuffer: String
     private var blockRetry: Duration?
+    /// Why the parser stopped (a line or an event over the limit); it parses nothing more.
+    private(set) var failure: NetworkError?
 
     /// The bytes held between chunks (the unfinished line and the pending event's data): stays bounded
     /// however long the stream runs.
@@ -39,25 +44,32 @@ struct ServerSentEventParser {
     }
 
     /// Parses a chunk of the stream.
-    /// - Returns: The events the chunk completed, in order.
-    /// - Throws: ``NetworkError/Code/bodyTooLarge`` for a line or an event's data over the limit.
-    mutating func parse(_ chunk: some Sequence<UInt8>) throws(NetworkError) -> [ServerSentEvent] {
+    /// - Returns: The events the chunk completed, in order: those before a line or an event's data over
+    ///   the limit too, after which ``failure`` is set and nothing more is parsed.
+    mutating func parse(_ chunk: some Sequence<UInt8>) -> [ServerSentEvent] {
         var events: [ServerSentEvent] = []
-        for byte in chunk {
-            if afterCarriageReturn {
-                afterCarriageReturn = false
-                if byte == 0x0A { continue }
+        guard failure == nil else { return events }
+        do throws(NetworkError) {
+            for byte in chunk {
+                if afterCarriageReturn {
+                    afterCarriageReturn = false
+                    if byte == 0x0A { continue }
+                }
+                switch byte {
+                case 0x0D:
+                    afterCarriageReturn = true
+                    if let event = try endLine() { events.append(event) }
+                case 0x0A:
+                    if let event = try endLine() { events.append(event) }
+                default:
+                    guard line.count < maximumEventSize else { throw tooLarge("a line") }
+                    line.append(byte)
+                }
             }
-            switch byte {
-            case 0x0D:
-                afterCarriageReturn = true
-                if let event = try endLine() { events.append(event) }
-            case 0x0A:
-                if let event = try endLine() { events.append(event) }
-            default:
-                guard line.count < maximumEventSize else { throw tooLarge("a line") }
-                line.append(byte)
-            }
+        } catch {
+            failure = error
+            line.removeAll(keepingCapacity: false)
+            data.removeAll(keepingCapacity: false)
         }
         return events
     }
@@ -96,7 +108,9 @@ struct ServerSentEventParser {
             data.append(0x0A)
             hasData = true
         case "id":
-            if !value.contains(0) { idBuffer = String(decoding: value, as: UTF8.self) }
+            // NUL (the standard), and any other control character but a tab: not a field value.
+            let id = String(decoding: value, as: UTF8.self)
+            if HeaderValidation.validateValue(id) { idBuffer = id }
         case "retry":
             if !value.isEmpty, value.allSatisfy({ (0x30...0x39).contains($0) }) {
                 // Digits only; a value past what a Duration holds is as good as "never soon".

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A server-sent event stream (`text/event-stream`) that reconnects: what
 /// ``NetworkEngine/events(path:params:options:configure:)`` returns.
@@ -35,6 +35,9 @@ public struct ServerSentEvents: AsyncSequence, Sendable {
         /// The longest wait between failed attempts (the backoff doubles up to it); 60 s by default.
         /// A longer `Retry-After` is honoured.
         public var maximumDelay: Duration = .seconds(60)
+        /// The shortest wait before any reconnection, whatever the server's `retry:` says (a `retry: 0`
+        /// must not become a reconnection storm); 500 ms by default.
+        public var minimumDelay: Duration = .milliseconds(500)
         /// How many attempts in a row may fail to open the stream before it fails; `nil` (the default)
         /// for no limit. A stream that opened counts from zero again.
         public var maximumAttempts: Int?
@@ -58,12 +61,14 @@ public struct ServerSentEvents: AsyncSequence, Sendable {
         ///   - maximumAttempts: Failed attempts in a row before the stream fails; `nil` for no limit.
         ///   - lastEventID: The first connection's `Last-Event-ID`.
         ///   - idleTimeout: The silence after which a connection counts as lost; the engine's read timeout when `nil`.
+        ///   - minimumDelay: The shortest wait before any reconnection.
         public init(
             reconnectionTime: Duration = .seconds(3), maximumDelay: Duration = .seconds(60), maximumAttempts: Int? = nil,
-            lastEventID: String? = nil, idleTimeout: Duration? = nil
+            lastEventID: String? = nil, idleTimeout: Duration? = nil, minimumDelay: Duration = .milliseconds(500)
         ) {
             self.reconnectionTime = Swift.max(.zero, reconnectionTime)
             self.maximumDelay = Swift.max(.zero, maximumDelay)
+            self.minimumDelay = Swift.max(.zero, minimumDelay)
             self.maximumAttempts = maximumAttempts.map { Swift.max(0, $0) }
             self.lastEventID = lastEventID
             self.idleTimeout = idleTimeout
@@ -114,26 +119,46 @@ final class EventSourceConnection {
     private var body: ResponseBodyStream.AsyncIterator?
     private var operation: NetworkOperation?
     /// Whether the current connection's answer opened the stream.
-    private var isOpen = false
+    private var isOpen = false {
+        didSet { if isOpen, !oldValue { openedAt = .now } }
+    }
+    /// When the current connection's stream opened, and whether it brought an event.
+    private var openedAt = ContinuousClock.now
+    private var hasEvents = false
     private var pending: [ServerSentEvent] = []
     private var pendingIndex = 0
+    /// The parser's failure, told once the events it completed before it were delivered.
+    private var pendingFailure: NetworkError?
     private var isFinished = false
     private(set) var connections = 0
+    /// The id of the last event handed to the caller, while some parsed ones wait.
+    private var deliveredID: String?
 
     init(engine: NetworkEngine, options: ServerSentEvents.Options, makeOperation: @escaping @Sendable (NetworkEngine) -> NetworkOperation) {
         self.engine = engine
         self.makeOperation = makeOperation
         machine = EventSourceStateMachine(options: options)
         parser = ServerSentEventParser(lastEventID: options.lastEventID ?? "", maximumEventSize: options.maximumEventSize)
+        deliveredID = options.lastEventID
     }
 
-    var lastEventID: String? { parser.lastEventID.isEmpty ? nil : parser.lastEventID }
+    /// The last event ID as far as the caller has been given events: the id of the last one returned while
+    /// others parsed from the same chunk wait, else the stream's (which an id-only block may have moved on).
+    var lastEventID: String? {
+        if pendingIndex < pending.count { return deliveredID }
+        return parser.lastEventID.isEmpty ? nil : parser.lastEventID
+    }
 
     func next(isolation: isolated (any Actor)?) async throws(NetworkError) -> ServerSentEvent? {
         while true {
             if pendingIndex < pending.count {
                 defer { pendingIndex += 1 }
+                deliveredID = pending[pendingIndex].id
                 return pending[pendingIndex]
+            }
+            if let failure = pendingFailure {
+                pendingFailure = nil
+                try await apply(.fail(failure), isolation: isolation)
             }
             guard !isFinished else { return nil }
             guard !Task.isCancelled else { return close() }
@@ -153,7 +178,8 @@ final class EventSourceConnection {
             guard let chunk else {
                 // The server ended the body: an open stream reconnects; a 204 ends it.
                 body = nil
-                try await apply(isOpen ? machine.openStreamEnded() : opening() ?? machine.openStreamEnded(), isolation: isolation)
+                let decision = isOpen ? nil : opening()
+                try await apply(decision ?? ended(), isolation: isolation)
                 continue
             }
             if !isOpen, let decision = opening() {
@@ -162,14 +188,15 @@ final class EventSourceConnection {
                 continue
             }
             isOpen = true
-            do {
-                let events = try parser.parse(chunk)
-                if let time = parser.reconnectionTime { machine.serverSetReconnectionTime(time) }
-                pending = events
-                pendingIndex = 0
-            } catch {
+            pending = parser.parse(chunk)
+            pendingIndex = 0
+            hasEvents = hasEvents || !pending.isEmpty
+            if let time = parser.reconnectionTime { machine.serverSetReconnectionTime(time) }
+            if let failure = parser.failure {
+                // The events completed before the line over the limit go out first; then the stream fails.
+                pendingFailure = NetworkError(failure.code, failure.message, url: operation?.urlString)
                 body = nil
-                try await apply(.fail(NetworkError(error.code, error.message, url: operation?.urlString)), isolation: isolation)
+                operation?.cancel()
             }
         }
     }
@@ -193,7 +220,7 @@ final class EventSourceConnection {
         // Cancelled: by the task, or by the app (its engine's or its queue's operations cancelled): over.
         if error.code == .cancelled { return .end }
         // A stream that was open and is lost reconnects as one that ended: no backoff.
-        if isOpen, EventSourceStateMachine.isNetworkFailure(error.code) { return machine.openStreamEnded() }
+        if isOpen, EventSourceStateMachine.isNetworkFailure(error.code) { return ended(error) }
         // A body stream's error for an answer it does not stream carries no response: its head says
         // whether it is worth another attempt (a 503, a 429).
         if !isOpen, error.code == .unacceptableStatus, error.response == nil, let head = operation?.responseHead,
@@ -203,6 +230,11 @@ final class EventSourceConnection {
         }
         let retryAfter = RetryAfter.delay(error.response?.headers[.retryAfter], now: Date())
         return machine.failed(error, retryAfter: retryAfter)
+    }
+
+    /// The open stream ended (with `error` when the connection was lost).
+    private func ended(_ error: NetworkError? = nil) -> EventSourceStateMachine.Decision {
+        machine.openStreamEnded(deliveredEvents: hasEvents, lasted: isOpen ? .now - openedAt : .zero, error: error)
     }
 
     private func apply(_ decision: EventSourceStateMachine.Decision, isolation: isolated (any Actor)?) async throws(NetworkError) {
@@ -219,6 +251,7 @@ final class EventSourceConnection {
         operation = nil
         body = nil
         isOpen = false
+        hasEvents = false
         parser.reset()
         switch decision {
         case .end:

@@ -130,7 +130,15 @@ extension NetworkOperation {
     /// the order they were frozen; another outbox waiting for its server does not hold this one up).
     /// - Parameter retryAfter: Seconds the server asked to wait (`Retry-After`), when it answered.
     func freeze(after error: NetworkError?, retryAfter: Double? = nil) {
-        storage.withLockedValue { $0.isFreezing = true }
+        let channel = storage.withLockedValue { storage in
+            storage.isFreezing = true
+            return storage.transfer.channel
+        }
+        // A body stream's reader does not wait for a replay (another operation, maybe another launch):
+        // its stream ends now; the answer comes to the handlers and the outbox's events.
+        channel?.finish(NetworkError(
+            .stillFrozen, "the request went to the outbox: its answer will reach onCompletion and outboxEvents, not this body stream",
+            url: urlString))
         let io = context.connectivity.outboxLocation?.io ?? OutboxDatabase.io
         io.async { [self] in writeToOutbox(after: error, retryAfter: retryAfter) }
     }

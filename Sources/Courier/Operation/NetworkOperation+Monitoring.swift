@@ -79,6 +79,8 @@ extension NetworkOperation {
         storage.withLockedValue {
             $0.responseHead = response
             $0.responseVersion = version
+            // A new answer (a retry's, a redirect's): an earlier one's trailers are not its own.
+            $0.responseTrailers = nil
         }
         guard context.monitors != nil else { return }
         emitWhileRunning(recording: { $0.receivedHead(at: .now) }) { monitor, operation in

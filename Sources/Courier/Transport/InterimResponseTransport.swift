@@ -61,6 +61,7 @@ struct InterimResponseTransport: HTTPTransport {
         let body = produced.sequence
         let bodyContinuation = produced.source
         let headPromise = group.any().makePromise(of: HTTPResponseHead.self)
+        let trailers = NIOLockedValueBox<HTTPHeaders?>(nil)
         let interim = request.didReceiveInformational
         let options = request.options
         let bootstrap = ClientBootstrap(group: group)
@@ -79,7 +80,8 @@ struct InterimResponseTransport: HTTPTransport {
                         try pipeline.addHandler(NIOHTTPResponseDecompressor(limit: .ratio(ratio)))
                     }
                     try pipeline.addHandler(IdleStateHandler(readTimeout: TimeAmount(options.readTimeout)))
-                    try pipeline.addHandler(ResponseForwarder(url: url, head: headPromise, body: bodyContinuation, interim: interim))
+                    try pipeline.addHandler(ResponseForwarder(
+                        url: url, head: headPromise, body: bodyContinuation, trailers: trailers, interim: interim))
                 }
             }
         let channel: any Channel
@@ -124,10 +126,12 @@ struct InterimResponseTransport: HTTPTransport {
                     throw error
                 }
                 let head = try await headPromise.futureResult.get()
-                return TransportResponse(
+                var response = TransportResponse(
                     status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase),
                     headers: Self.fields(head.headers), body: body,
                     version: NetworkResponse.ProtocolVersion(major: head.version.major, minor: head.version.minor))
+                response.trailers = { AsyncHTTPClientTransport.fields(trailers.withLockedValue { $0 }) }
+                return response
             } catch let mismatch as PinCheck.Mismatch {
                 channel.close(promise: nil)
                 throw PinCheck.networkError(mismatch, host: host, url: url)
@@ -205,17 +209,20 @@ private final class ResponseForwarder: ChannelInboundHandler, RemovableChannelHa
     let url: String
     let head: EventLoopPromise<HTTPResponseHead>
     let body: BodySource
+    /// Where the body's trailer fields go, for ``TransportResponse/trailers``.
+    let trailers: NIOLockedValueBox<HTTPHeaders?>
     let interim: (@Sendable (HTTPResponse.Status, HTTPFields) -> Void)?
     private var headDone = false
     private var bodyDone = false
 
     init(
-        url: String, head: EventLoopPromise<HTTPResponseHead>, body: BodySource,
+        url: String, head: EventLoopPromise<HTTPResponseHead>, body: BodySource, trailers: NIOLockedValueBox<HTTPHeaders?>,
         interim: (@Sendable (HTTPResponse.Status, HTTPFields) -> Void)?
     ) {
         self.url = url
         self.head = head
         self.body = body
+        self.trailers = trailers
         self.interim = interim
     }
 
@@ -240,8 +247,10 @@ private final class ResponseForwarder: ChannelInboundHandler, RemovableChannelHa
                 bodyDone = true
                 context.close(promise: nil)
             }
-        case .end:
+        case .end(let fields):
             bodyDone = true
+            // Kept before the body's end is told, so a reader that saw the end finds them.
+            trailers.withLockedValue { $0 = fields }
             body.finish()
             context.close(promise: nil)
         }

@@ -200,7 +200,8 @@ extension RequestExecutor {
             throw error
         }
         if let trailers = response.trailers?() { progress.trailers(trailers) }
-        destination.channel?.finish(nil)
+        // A body stream's end is the operation's outcome (NetworkOperation.publishOutcome): the
+        // interceptors may still send the request again (an accepted 503 with an empty body, retried).
         var headers = response.headers
         if offset > 0 {
             // The file is the whole representation: describe it so.
