@@ -81,20 +81,9 @@ struct BodyStreamRetryTests {
             index == 0 ? [.head(503, [("Content-Length", "0")]), .end] : [.head(200, [("Content-Length", "5")]), .send("hello"), .end]
         }
         defer { Task { try? await server.shutdown() } }
-        let engine = NetworkEngine(
-            host: "127.0.0.1", port: server.port, isSecure: false,
-            configuration: .init {
-                $0.dataDirectory = nil
-                $0.reachability = ManualReachability()
-                $0.acceptableStatusCodes = Set(200..<600)
-                $0.interceptors = [RetryPolicy(maximumAttempts: 3, backoff: RetryBackoff(base: .milliseconds(5)))]
-            }, queue: NetworkQueue())
+        let engine = ServerSentEventsTests.retryingEngine(server)
         let op = engine.operation(path: "/r503")
-        let stream = op.bodyStream
-        engine.enqueue(op)
-        var body = Data()
-        for try await chunk in stream { body += chunk }
-        #expect(String(decoding: body, as: UTF8.self) == "hello")
+        #expect(try await ServerSentEventsTests.readStream(of: op, on: engine) == "hello")
         #expect(try await op.response().statusCode == 200)
         #expect(server.requests.count == 2)
     }

@@ -14,6 +14,27 @@ struct ServerSentEventsTests {
             queue: NetworkQueue(maximumConcurrentOperations: width))
     }
 
+    /// An engine that takes every status as an answer and retries 408, 429 and 5xx quickly.
+    static func retryingEngine(_ server: EventStreamServer) -> NetworkEngine {
+        NetworkEngine(
+            host: "127.0.0.1", port: server.port, isSecure: false,
+            configuration: .init {
+                $0.dataDirectory = nil
+                $0.reachability = ManualReachability()
+                $0.acceptableStatusCodes = Set(200..<600)
+                $0.interceptors = [RetryPolicy(maximumAttempts: 3, backoff: RetryBackoff(base: .milliseconds(5)))]
+            }, queue: NetworkQueue())
+    }
+
+    /// Enqueues `operation` and reads its body stream to the end.
+    static func readStream(of operation: NetworkOperation, on engine: NetworkEngine) async throws -> String {
+        let stream = operation.bodyStream
+        engine.enqueue(operation)
+        var body = Data()
+        for try await chunk in stream { body += chunk }
+        return String(decoding: body, as: UTF8.self)
+    }
+
     private func collect(_ events: ServerSentEvents) async throws(NetworkError) -> [ServerSentEvent] {
         var all: [ServerSentEvent] = []
         for try await event in events { all.append(event) }

@@ -46,20 +46,9 @@ struct TrailersTests {
         let interim = engine.operation(path: "/trailed").onInformationalResponse { _ in }
         #expect(try await engine.send(interim).trailers?[Self.checksum] == "sha256=abc")
         // A 503 with trailers, retried: the reader and the response see the final attempt only.
-        let retrying = NetworkEngine(
-            host: "127.0.0.1", port: server.port, isSecure: false,
-            configuration: .init {
-                $0.dataDirectory = nil
-                $0.reachability = ManualReachability()
-                $0.acceptableStatusCodes = Set(200..<600)
-                $0.interceptors = [RetryPolicy(maximumAttempts: 3, backoff: RetryBackoff(base: .milliseconds(5)))]
-            }, queue: NetworkQueue())
+        let retrying = ServerSentEventsTests.retryingEngine(server)
         let op = retrying.operation(path: "/retried")
-        let stream = op.bodyStream
-        retrying.enqueue(op)
-        var body = Data()
-        for try await chunk in stream { body += chunk }
-        #expect(String(decoding: body, as: UTF8.self) == "fresh")
+        #expect(try await ServerSentEventsTests.readStream(of: op, on: retrying) == "fresh")
         #expect(op.responseTrailers == nil, "the 503's trailers are not the answer's")
         #expect(try await op.response().trailers == nil)
     }
@@ -69,11 +58,7 @@ struct TrailersTests {
         defer { Task { try? await server.shutdown() } }
         let engine = ServerSentEventsTests.engine(server)
         let op = engine.operation(path: "/trailed")
-        let stream = op.bodyStream
-        engine.enqueue(op)
-        var body = Data()
-        for try await chunk in stream { body += chunk }
-        #expect(String(decoding: body, as: UTF8.self) == "hello")
+        #expect(try await ServerSentEventsTests.readStream(of: op, on: engine) == "hello")
         #expect(op.responseTrailers?[Self.checksum] == "sha256=abc", "set before the stream's end is delivered")
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("trailers-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: file) }
