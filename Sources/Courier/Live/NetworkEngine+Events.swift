@@ -22,11 +22,7 @@ extension NetworkEngine {
         path: String, params: [String: ParameterValue] = [:], options: ServerSentEvents.Options = ServerSentEvents.Options(),
         configure: (@Sendable (NetworkOperation) -> Void)? = nil
     ) -> ServerSentEvents {
-        ServerSentEvents(engine: self, options: options) { engine in
-            let operation = engine.operation(path: path, params: params)
-            configure?(operation)
-            return operation
-        }
+        events(options: options, configure: configure) { $0.operation(path: path, params: params) }
     }
 
     /// A server-sent event stream from an absolute URL; see ``events(path:params:options:configure:)``.
@@ -40,8 +36,16 @@ extension NetworkEngine {
         url: String, params: [String: ParameterValue] = [:], options: ServerSentEvents.Options = ServerSentEvents.Options(),
         configure: (@Sendable (NetworkOperation) -> Void)? = nil
     ) -> ServerSentEvents {
+        events(options: options, configure: configure) { $0.operation(url: url, params: params) }
+    }
+
+    /// The stream whose connections `make` builds, each configured by `configure`.
+    private func events(
+        options: ServerSentEvents.Options, configure: (@Sendable (NetworkOperation) -> Void)?,
+        make: @escaping @Sendable (NetworkEngine) -> NetworkOperation
+    ) -> ServerSentEvents {
         ServerSentEvents(engine: self, options: options) { engine in
-            let operation = engine.operation(url: url, params: params)
+            let operation = make(engine)
             configure?(operation)
             return operation
         }

@@ -129,7 +129,7 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 version: NetworkResponse.ProtocolVersion(major: response.version.major, minor: response.version.minor)
             )
             let body = response.body
-            transportResponse.trailers = { Self.fields(body.trailers) }
+            transportResponse.trailers = { Self.trailerFields(body.trailers) }
             return transportResponse
         } catch let mismatch as PinCheck.Mismatch {
             throw PinCheck.networkError(mismatch, host: request.url.host ?? "", url: url)
@@ -138,14 +138,10 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         }
     }
 
-    /// Trailer fields as `HTTPFields` (names that are not valid tokens are dropped); `nil` for none.
-    static func fields(_ headers: HTTPHeaders?) -> HTTPFields? {
+    /// Trailer fields as `HTTPFields` (through the one conversion of NIO's headers); `nil` for none.
+    static func trailerFields(_ headers: HTTPHeaders?) -> HTTPFields? {
         guard let headers, !headers.isEmpty else { return nil }
-        var fields = HTTPFields()
-        for (name, value) in headers {
-            if let fieldName = HTTPField.Name(name) { fields.append(HTTPField(name: fieldName, value: value)) }
-        }
-        return fields
+        return InterimResponseTransport.fields(headers)
     }
 
     /// The client key for a request; a pinned host is refused over plain http (a pin cannot be checked).

@@ -130,7 +130,7 @@ struct InterimResponseTransport: HTTPTransport {
                     status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase),
                     headers: Self.fields(head.headers), body: body,
                     version: NetworkResponse.ProtocolVersion(major: head.version.major, minor: head.version.minor))
-                response.trailers = { AsyncHTTPClientTransport.fields(trailers.withLockedValue { $0 }) }
+                response.trailers = { AsyncHTTPClientTransport.trailerFields(trailers.withLockedValue { $0 }) }
                 return response
             } catch let mismatch as PinCheck.Mismatch {
                 channel.close(promise: nil)
