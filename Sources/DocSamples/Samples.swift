@@ -408,6 +408,21 @@ func sample_LiveConnections_5() async throws {
     _ = chunks
 }
 
+// Sources/Courier/Courier.docc/LiveConnections.md, sample 6
+func sample_LiveConnections_6() async throws {
+    let report = Data("id,total\n1,42\n".utf8)
+    let checksum = HTTPField.Name("X-Checksum")!
+    let upload = engine.operation(
+        path: "/reports", method: .post,
+        body: .data(report, contentType: "text/csv").trailers([checksum: "sha256=ab12"]))
+    let answer = try await engine.send(upload)
+    print(answer.statusCode)
+    _ = report
+    _ = checksum
+    _ = upload
+    _ = answer
+}
+
 // Sources/Courier/Courier.docc/Monitoring.md, sample 1
 func sample_Monitoring_1() async throws {
 

@@ -18,7 +18,8 @@ extension NetworkEngine {
         /// The largest response body held in memory (after decompression); a larger one fails with
         /// ``NetworkError/Code/bodyTooLarge``. 64 MiB by default.
         public var maximumResponseBodySize = 64 * 1024 * 1024
-        /// Transparent gzip/deflate decompression with a ratio limit; on (ratio 100) by default.
+        /// Transparent gzip, deflate and (with libbrotli installed) brotli decompression with a ratio limit;
+        /// on (ratio 100) by default.
         public var decompression = Decompression.enabled(maximumRatio: 100)
         /// How redirects are followed; up to 10, never https to http, by default.
         public var redirects = RedirectPolicy.follow()

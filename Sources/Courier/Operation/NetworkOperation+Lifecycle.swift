@@ -11,8 +11,11 @@ extension NetworkOperation {
         let (action, dependencies, observers) = storage.withLockedValue { storage in
             // A file or a form is copied into the outbox if it freezes; a one-shot stream cannot be kept,
             // so it is refused rather than frozen without its body.
-            let unfreezable = storage.isFreezable && bodySource?.isReplayable == false
+            let unfreezable = !storage.isFreezable ? nil
+                : bodySource?.isReplayable == false
                 ? NetworkError(.bodyNotReplayable, "a one-shot stream body cannot be frozen; send it as .data or .file to freeze it", url: urlString)
+                : bodySource?.trailers != nil
+                ? NetworkError(.bodyNotReplayable, "a body with trailer fields cannot be frozen (they are made when it is sent)", url: urlString)
                 : nil
             let action = storage.machine.enqueue(failingWith: inputError ?? storage.headerError ?? unfreezable)
             switch action {

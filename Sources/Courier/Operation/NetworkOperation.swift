@@ -213,6 +213,9 @@ public final class NetworkOperation: Sendable, CustomStringConvertible {
         if let contentType = body?.contentType, fields[.contentType] == nil {
             fields[.contentType] = contentType
         }
+        if let announcement = body?.trailerAnnouncement, fields[.trailer] == nil {
+            fields[.trailer] = announcement
+        }
         let coalesces = context.configuration.coalescesRequests && (method == .get || method == .head) && bodySource == nil
         self.storage = NIOLockedValueBox(Storage(headers: fields, allowsCoalescing: coalesces))
     }

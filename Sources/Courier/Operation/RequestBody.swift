@@ -1,5 +1,6 @@
 public import Foundation
 public import NIOCore
+public import HTTPTypes
 
 /// The body of a request, built with one of the static factories.
 ///
@@ -121,6 +122,67 @@ public struct RequestBody: Sendable {
         _ chunks: Chunks, length: Int64, contentType: String?
     ) -> RequestBody where Chunks.Element == ByteBuffer {
         RequestBody(storage: .streamed(.replayable(chunks, length: length)), contentType: contentType)
+    }
+
+    /// This body followed by trailer fields (RFC 9110 §6.5), for example a checksum of what was sent.
+    ///
+    /// The fields are announced in the request's `Trailer` header field and sent after the body, which
+    /// then goes without `Content-Length` (chunked in HTTP/1.1; in HTTP/2 a `HEADERS` frame after the
+    /// data). A field that may not be a trailer (`Content-Length`, `Host`, `Authorization`, `Cookie`,
+    /// `Content-Type`, and the others of RFC 9110 §6.5.1) or a value with control characters fails the
+    /// operation with ``NetworkError/Code/invalidHeader`` when it is enqueued. A body with trailers is
+    /// never coalesced and cannot be frozen (``NetworkError/Code/bodyNotReplayable``).
+    /// ```swift
+    /// let body = RequestBody.data(report).trailers([HTTPField.Name("Digest-Check")!: checksum])
+    /// ```
+    /// - Parameter fields: The trailer fields.
+    /// - Returns: The body with its trailers.
+    public func trailers(_ fields: HTTPFields) -> RequestBody {
+        if let error = RequestTrailers.validate(fields) { return RequestBody(storage: .invalid(error), contentType: contentType) }
+        var seen = Set<String>()
+        let names = fields.map(\.name).filter { seen.insert($0.canonicalName).inserted }
+        return withTrailers(RequestTrailers(names: names) { fields })
+    }
+
+    /// This body followed by trailer fields computed once the body has been sent, by each attempt that
+    /// sends it (a redirect that re-sends the body, a retry): a checksum or a signature over a stream you
+    /// write, a status known only at its end.
+    ///
+    /// See ``trailers(_:)`` for how they are sent and which fields are refused; a refused field or an
+    /// error thrown by `make` (wrapped in ``NetworkError/Code/encodingFailed``) fails the request after
+    /// its body went: the exchange is aborted so that the server never sees the body as complete.
+    /// ```swift
+    /// let body = RequestBody.stream(chunks)
+    ///     .trailers(announcing: [HTTPField.Name("Content-SHA256")!]) {
+    ///         [HTTPField.Name("Content-SHA256")!: await digest.finalHex()]  // `digest` saw every chunk
+    ///     }
+    /// ```
+    /// - Parameters:
+    ///   - names: The names to announce in the `Trailer` header field (RFC 9110 §6.6.2); may be empty.
+    ///   - make: Returns the fields; called after the last byte of the body was handed to the transport.
+    /// - Returns: The body with its trailers.
+    public func trailers(
+        announcing names: [HTTPField.Name] = [], _ make: @escaping @Sendable () async throws -> HTTPFields
+    ) -> RequestBody {
+        if let error = RequestTrailers.validate(names: names) { return RequestBody(storage: .invalid(error), contentType: contentType) }
+        return withTrailers(RequestTrailers(names: names, make: make))
+    }
+
+    private func withTrailers(_ trailers: RequestTrailers) -> RequestBody {
+        var source: RequestBodySource
+        switch storage {
+        case .invalid: return self
+        case .bytes(let data): source = .data(data)
+        case .streamed(let streamed): source = streamed
+        }
+        source.trailers = trailers
+        return RequestBody(storage: .streamed(source), contentType: contentType)
+    }
+
+    /// The `Trailer` header field's value announcing this body's trailer fields, if it has any to announce.
+    var trailerAnnouncement: String? {
+        guard let names = source?.trailers?.names, !names.isEmpty else { return nil }
+        return names.map(\.rawName).joined(separator: ", ")
     }
 
     /// The streamed source, for bodies that are not bytes in memory.

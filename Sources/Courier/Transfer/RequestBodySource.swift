@@ -25,6 +25,9 @@ package struct RequestBodySource: Sendable {
     package private(set) var length: Int64?
     /// The sizes the file (file body) or the files (form) are held to, from ``prepare()``.
     private var measurement: MultipartForm.Measurement?
+    /// Trailer fields sent after the body, asked for again by each attempt once the body has gone; a body
+    /// with trailers is sent without `Content-Length`.
+    var trailers: RequestTrailers?
     /// The chunk size used when reading files: 256 KiB, so a large upload costs few steps through the
     /// stream (each one a read, a task and a write) while its memory stays a few chunks whatever its size.
     var chunkSize = 256 * 1024

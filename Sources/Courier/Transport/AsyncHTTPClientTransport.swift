@@ -91,13 +91,9 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
         let client = try await client(for: key, url: request.url)
         var clientRequest = HTTPClientRequest(url: url)
         clientRequest.method = HTTPMethod(rawValue: request.method.rawValue)
-        clientRequest.headers.reserveCapacity(request.headers.count)
-        request.headers.forEachHTTP1Field { clientRequest.headers.add(name: $0, value: $1) }
-        if let body = request.body {
-            clientRequest.body = Self.requestBody(body, progress: request.didSendBodyBytes)
-        } else if let streamed = request.streamedBody {
-            clientRequest.body = .stream(streamed.parts(), length: streamed.length.map { .known($0) } ?? .unknown)
-        }
+        clientRequest.headers = HTTPHeaders(http1: request.headers)
+        ContentCoding.offerBrotli(in: &clientRequest.headers, decompression: request.options.decompression)
+        var upload = Self.attachBody(of: request, to: &clientRequest)
         let deadline = request.deadline.map(NIODeadline.init(_:)) ?? .distantFuture
         do {
             let response: HTTPClientResponse
@@ -109,33 +105,53 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
                 request.logger.debug("courier resending on a new connection", metadata: [
                     "courier-url": "\(request.url.redactedForLogs)", "courier-error": "\(error)",
                 ])
-                if let body = request.body { clientRequest.body = Self.requestBody(body, progress: request.didSendBodyBytes) }
-                if let streamed = request.streamedBody {
-                    clientRequest.body = .stream(streamed.parts(), length: streamed.length.map { .known($0) } ?? .unknown)
-                }
+                upload?.cancel()
+                upload = Self.attachBody(of: request, to: &clientRequest)
                 response = try await client.execute(clientRequest, deadline: deadline, logger: request.logger)
             }
             var headers = HTTPFields()
             headers.reserveCapacity(response.headers.count)
+            var encoding: String?
             for (name, value) in response.headers {
                 if let fieldName = HTTPField.Name(name) {
                     headers.append(HTTPField(name: fieldName, value: value))
+                    if fieldName == .contentEncoding { encoding = value }
                 }
             }
             var transportResponse = TransportResponse(
                 status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
                 headers: headers,
-                body: ErrorMappingBody(base: response.body, url: url),
+                body: ContentCoding.decoding(
+                    ErrorMappingBody(base: response.body, url: url), encoding: encoding,
+                    decompression: request.options.decompression, url: url),
                 version: NetworkResponse.ProtocolVersion(major: response.version.major, minor: response.version.minor)
             )
             let body = response.body
             transportResponse.trailers = { Self.trailerFields(body.trailers) }
             return transportResponse
         } catch let mismatch as PinCheck.Mismatch {
+            upload?.cancel()
             throw PinCheck.networkError(mismatch, host: request.url.host ?? "", url: url)
         } catch {
+            upload?.cancel()
             throw Self.networkError(for: error, url: url)
         }
+    }
+
+    /// Gives `clientRequest` the request's body for one exchange: bytes, a stream, or a stream followed by
+    /// trailers (whose upload runs beside the exchange and is returned so a failure can stop it).
+    private static func attachBody(of request: TransportRequest, to clientRequest: inout HTTPClientRequest) -> TrailerUpload? {
+        if let body = request.body {
+            clientRequest.body = requestBody(body, progress: request.didSendBodyBytes)
+        } else if let streamed = request.streamedBody {
+            if let trailers = request.trailers {
+                let (body, upload) = TrailerUpload.start(streamed, trailers: trailers)
+                clientRequest.body = body
+                return upload
+            }
+            clientRequest.body = .stream(streamed.parts(), length: streamed.length.map { .known($0) } ?? .unknown)
+        }
+        return nil
     }
 
     /// Trailer fields as `HTTPFields` (through the one conversion of NIO's headers); `nil` for none.

@@ -1,4 +1,5 @@
 import HTTPTypes
+import NIOHTTP1
 
 extension HTTPFields {
     /// The fields as HTTP/1.1 sends them: in order, except that all `Cookie` fields (which
@@ -23,5 +24,14 @@ extension HTTPFields {
                 body(field.name.rawName, field.value)
             }
         }
+    }
+}
+
+extension HTTPHeaders {
+    /// `fields` as NIO's headers, in order.
+    init(http1 fields: HTTPFields) {
+        self.init()
+        reserveCapacity(fields.count)
+        fields.forEachHTTP1Field { add(name: $0, value: $1) }
     }
 }

@@ -34,6 +34,11 @@ public struct TransportRequest: Sendable {
     /// The body, when it is streamed (a file, a multipart form, a caller's sequence): read part by part
     /// as it is sent, never whole. A transport sends `body` or this, never both.
     public var streamedBody: TransportBody?
+    /// Trailer fields to send after ``streamedBody`` (whose length is then `nil`), asked for once its last
+    /// part was handed over; the call throws ``NetworkError`` when they cannot be sent, and the exchange
+    /// must then be aborted, never completed without them. A transport that cannot send trailers must
+    /// fail the request with ``NetworkError/Code/transport`` rather than drop them.
+    public var trailers: (@Sendable () async throws -> HTTPFields)?
     /// Timeouts and decompression.
     public var options: TransportOptions
     /// The instant by which the whole exchange must be over, if any.
@@ -109,7 +114,7 @@ public struct TransportOptions: Sendable, Hashable {
     public var connectTimeout: Duration
     /// How long the connection may stay silent while a response is awaited or read.
     public var readTimeout: Duration
-    /// Whether and how gzip and deflate bodies are decompressed.
+    /// Whether and how gzip, deflate and brotli bodies are decompressed.
     public var decompression: Decompression
     /// Which servers are trusted over TLS, and the client certificate presented to them.
     public var trust: TrustPolicy {
@@ -166,7 +171,8 @@ public struct TransportOptions: Sendable, Hashable {
     }
 }
 
-/// Transparent decompression of `gzip` and `deflate` response bodies.
+/// Transparent decompression of `gzip`, `deflate` and, where libbrotli is installed, `br` response bodies
+/// (brotli is offered in `Accept-Encoding` only where it can be decoded).
 public enum Decompression: Sendable, Hashable {
     /// Bodies are delivered as received; no `Accept-Encoding` is added.
     case disabled

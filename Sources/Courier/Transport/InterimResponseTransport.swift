@@ -128,7 +128,9 @@ struct InterimResponseTransport: HTTPTransport {
                 let head = try await headPromise.futureResult.get()
                 var response = TransportResponse(
                     status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase),
-                    headers: Self.fields(head.headers), body: body,
+                    headers: Self.fields(head.headers),
+                    body: ContentCoding.decoding(
+                        body, encoding: head.headers.first(name: "Content-Encoding"), decompression: options.decompression, url: url),
                     version: NetworkResponse.ProtocolVersion(major: head.version.major, minor: head.version.minor))
                 response.trailers = { AsyncHTTPClientTransport.trailerFields(trailers.withLockedValue { $0 }) }
                 return response
@@ -145,8 +147,8 @@ struct InterimResponseTransport: HTTPTransport {
     }
 
     private func send(_ request: TransportRequest, host: String, port: Int, isSecure: Bool, on channel: any Channel) async throws {
-        var headers = HTTPHeaders()
-        for field in request.headers.http1Fields { headers.add(name: field.name, value: field.value) }
+        var headers = HTTPHeaders(http1: request.headers)
+        ContentCoding.offerBrotli(in: &headers, decompression: request.options.decompression)
         if !headers.contains(name: "Host") {
             let defaultPort = isSecure ? 443 : 80
             let hostName = host.contains(":") ? "[\(host)]" : host

@@ -74,7 +74,7 @@ struct RedirectStateMachine {
             next.method = .get
             next.body = nil
             next.bodySource = nil
-            for name in [HTTPField.Name.contentType, .contentLength, .contentEncoding, .transferEncoding] {
+            for name in [HTTPField.Name.contentType, .contentLength, .contentEncoding, .transferEncoding, .trailer] {
                 next.headers[name] = nil
             }
         }

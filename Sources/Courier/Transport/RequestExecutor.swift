@@ -211,8 +211,14 @@ struct RequestExecutor: Sendable {
             let throttles = request.destination.throttles
             let measured = source
             let total = measured.length
-            transportRequest.streamedBody = TransportBody(length: total, isReplayable: measured.isReplayable) {
+            // Trailers follow a body of no declared length (chunked in HTTP/1.1).
+            transportRequest.streamedBody = TransportBody(
+                length: measured.trailers == nil ? total : nil, isReplayable: measured.isReplayable
+            ) {
                 MeteredParts(base: measured.makeStream(), total: total, progress: upload, throttles: throttles)
+            }
+            if let trailers = measured.trailers {
+                transportRequest.trailers = { try await trailers.fields() }
             }
         } else if let body = request.body, Throttle.limits(request.destination.throttles) {
             // A body in memory under a bandwidth limit goes part by part like a file, each part waiting its turn.

@@ -10,6 +10,8 @@ final class EventStreamServer: Sendable {
     enum Step: Sendable {
         case head(Int, [(String, String)] = [("Content-Type", "text/event-stream")])
         case send(String)
+        /// Sends bytes (a compressed body, say).
+        case sendBytes([UInt8])
         case pause(milliseconds: Int64)
         /// Ends the response properly (the connection may be reused).
         case end
@@ -26,6 +28,10 @@ final class EventStreamServer: Sendable {
         var uri: String
         var headers: [(String, String)]
         var at = ContinuousClock.now
+        /// The body, as text.
+        var body = ""
+        /// The trailer fields that followed the body, if any.
+        var trailers: [(String, String)]?
         /// The first value of a field (case-insensitive).
         func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
     }
@@ -80,10 +86,11 @@ final class EventStreamServer: Sendable {
             switch unwrapInboundIn(data) {
             case .head(let head):
                 request = Request(uri: head.uri, headers: head.headers.map { ($0.name, $0.value) })
-            case .body:
-                break
-            case .end:
-                guard let request else { return }
+            case .body(let buffer):
+                request?.body += String(buffer: buffer)
+            case .end(let trailers):
+                guard var request else { return }
+                request.trailers = trailers.map { $0.map { ($0.name, $0.value) } }
                 let index = log.withLockedValue { log in
                     log.append(request)
                     return log.count - 1
@@ -103,6 +110,8 @@ final class EventStreamServer: Sendable {
                         version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: fields))), promise: nil)
                 case .send(let text):
                     context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: text)))), promise: nil)
+                case .sendBytes(let bytes):
+                    context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil)
                 case .pause(let milliseconds):
                     let rest = steps
                     context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(milliseconds)) {
