@@ -62,9 +62,11 @@ struct EventsCommand: AsyncParsableCommand {
         }
         var printed = 0
         var writeError: Int32?
+        // A terminal shows the server's control characters, it does not obey them.
+        let toTerminal = StandardStream.standardOutput.isTerminal
         do {
             for try await event in stream {
-                let text = Self.text(of: event)
+                let text = toTerminal ? TerminalText.sanitized(Self.text(of: event)) : Self.text(of: event)
                 writeError = await OutputFile.onQueue { StandardStream.writeAll(Data(text.utf8), to: 1) }
                 if writeError != nil { break }   // leaving the loop closes the stream
                 printed += 1

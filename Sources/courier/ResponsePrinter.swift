@@ -72,7 +72,7 @@ enum ResponsePrinter {
         _ response: NetworkResponse, includeHead: Bool, format: Format, bodyFile: URL? = nil, isBodyWritten: Bool = false
     ) throws(CLIFailure) {
         let output = StandardStream.standardOutput
-        if includeHead { output.write(head(of: response)) }
+        if includeHead { output.write(output.isTerminal ? TerminalText.sanitized(head(of: response)) : head(of: response)) }
         if let bodyFile {
             guard response.fileURLs.isEmpty, !isBodyWritten else { return }
             do {
@@ -85,6 +85,10 @@ enum ResponsePrinter {
         let isText = isText(response.body, mediaType: response.mediaType, decodes: response.string != nil)
         switch rendering(format: format, toTerminal: output.isTerminal, isText: isText) {
         case .raw: output.write(response.body)
+        case .formatted where output.isTerminal:
+            // A server's control characters are shown at a terminal, never obeyed.
+            let text = formatted(response)
+            output.write(String(data: text, encoding: .utf8).map { Data(TerminalText.sanitized($0).utf8) } ?? text)
         case .formatted: output.write(formatted(response))
         case .binaryNotice: output.line(binaryNotice(byteCount: response.body.count, mediaType: response.mediaType))
         }

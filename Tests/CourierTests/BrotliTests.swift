@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import NIOCore
 import Testing
 @testable import Courier
 
@@ -53,6 +54,23 @@ struct BrotliTests {
         #expect(response.headers[.contentEncoding] == "br")
         #expect(response.string == "TEST\n")
         #expect(server.requests.first?.header("Accept-Encoding") == "br, gzip, deflate", "offered, since it is decoded")
+    }
+
+    @Test func theDecoderTakesTheBodySplitAnywhere() async throws {
+        let compressed = try await Self.compress(Self.text)
+        let decoder = try #require(BrotliLibrary.shared.flatMap { BrotliDecoder(library: $0, maximumRatio: 1_000_000) })
+        var decoded = Data()
+        for byte in compressed {
+            decoded += Data(try decoder.decode(ByteBuffer(bytes: [byte]), url: "/split").readableBytesView)
+        }
+        try decoder.finish(url: "/split")
+        #expect(decoded == Self.text)
+        // An empty body (a HEAD, a 304) is no error; one that stops short is.
+        let empty = try #require(BrotliLibrary.shared.flatMap { BrotliDecoder(library: $0, maximumRatio: 100) })
+        try empty.finish(url: "/empty")
+        let short = try #require(BrotliLibrary.shared.flatMap { BrotliDecoder(library: $0, maximumRatio: 100) })
+        _ = try short.decode(ByteBuffer(bytes: compressed.prefix(10)), url: "/short")
+        #expect(throws: NetworkError.self) { try short.finish(url: "/short") }
     }
 
     @Test func aStreamedBodyAndADownloadAreDecodedAsTheyArrive() async throws {

@@ -141,3 +141,44 @@ extension CLITests {
         #expect(server.requests.count == 2)
     }
 }
+
+/// A server's control characters reach a terminal visible, never obeyed (an escape sequence that retitles
+/// the window, moves the cursor or recolours what follows; a carriage return that overwrites a line).
+@Suite("courier at a terminal")
+struct TerminalOutputTests {
+    @Test func controlCharactersAreShownInCaretNotation() {
+        #expect(TerminalText.sanitized("plain\ttext\n") == "plain\ttext\n")
+        #expect(TerminalText.sanitized("\u{1B}]0;pwned\u{07}red\u{1B}[31m") == "^[]0;pwned^Gred^[[31m")
+        #expect(TerminalText.sanitized("done\rfake") == "done^Mfake")
+        #expect(TerminalText.sanitized("a\u{7F}b\u{9B}2J\u{0}") == "a^?b<U+009B>2J^@")
+        #expect(TerminalText.sanitized("héllo ✓") == "héllo ✓")
+    }
+
+    /// Runs `courier` at a pseudo-terminal (util-linux `script`), returning what the terminal received.
+    private func atTerminal(_ arguments: [String]) async throws -> String {
+        let command = ([CLITests.binary.path] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        return try await OutboxProcessTests.run(URL(fileURLWithPath: "/usr/bin/script"), ["-qec", command, "/dev/null"]).stdout
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script")))
+    func eventsAndTextBodiesAtATerminalShowTheServersEscapes() async throws {
+        let hostile = "\u{1B}]0;pwned\u{07}\u{1B}[2Jgone\rfake"
+        let server = try await EventStreamServer.start { request, _ in
+            if request.uri == "/text" {
+                return [.head(200, [("Content-Type", "text/plain; charset=utf-8")]), .send(hostile), .end]
+            }
+            // (A carriage return ends a line of an event stream, so the event carries a C1 control instead.)
+            return [.head(200), .send("id: 1\ndata: \u{1B}]0;pwned\u{07}\u{1B}[2Jgone\u{9B}31m\n\n"), .end]
+        }
+        defer { Task { try? await server.shutdown() } }
+        let events = try await atTerminal(["events", server.baseURL + "/events", "--count", "1"])
+        #expect(events.contains("data: ^[]0;pwned^G^[[2Jgone<U+009B>31m"), "\(events.debugDescription)")
+        #expect(!events.contains("\u{1B}"))
+        let text = try await atTerminal(["get", server.baseURL + "/text"])
+        #expect(text.contains("^[]0;pwned^G^[[2Jgone^Mfake"), "\(text.debugDescription)")
+        #expect(!text.contains("\u{1B}"))
+        // Into a pipe, the bytes as received.
+        let piped = try await CLITests().courier("get", server.baseURL + "/text")
+        #expect(piped.stdout == hostile)
+    }
+}

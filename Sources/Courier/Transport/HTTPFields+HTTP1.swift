@@ -31,7 +31,8 @@ extension HTTPHeaders {
     /// `fields` as NIO's headers, in order.
     init(http1 fields: HTTPFields) {
         self.init()
-        reserveCapacity(fields.count)
+        // One more than the fields: the transport may add `Accept-Encoding` without growing the storage.
+        reserveCapacity(fields.count + 1)
         fields.forEachHTTP1Field { add(name: $0, value: $1) }
     }
 }
