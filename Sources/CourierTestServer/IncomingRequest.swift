@@ -21,6 +21,8 @@ struct IncomingRequest {
     private(set) var bodyByteCount = 0
     /// Whether the body exceeded ``bufferedBodyLimit`` (``body`` then holds only a prefix).
     private(set) var bodyOverflowed = false
+    /// The trailer fields that followed a chunked body, if any.
+    var trailers: [(name: String, value: String)]?
 
     /// Creates the request for `head`, splitting its target into path and query.
     init(ticket: ServerStatistics.Ticket, head: HTTPRequestHead) {

@@ -25,6 +25,10 @@ enum Inspector {
             "form": form,
             "json": parsedJSON(request.body),
         ]
+        if let trailers = request.trailers, !trailers.isEmpty {
+            // The trailer fields that followed a chunked body (lower-cased names, the last value wins).
+            object["trailers"] = Dictionary(trailers.map { ($0.name.lowercased(), $0.value) }) { $1 }
+        }
         if !JSONSerialization.isValidJSONObject(object) {
             object["json"] = NSNull()
         }

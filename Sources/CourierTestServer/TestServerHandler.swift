@@ -83,9 +83,10 @@ final class TestServerHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
         case .body(let chunk):
             receiving?.append(chunk)
-        case .end:
-            guard let request = receiving else { return }
+        case .end(let trailers):
+            guard var request = receiving else { return }
             receiving = nil
+            request.trailers = trailers.map { $0.map { (name: $0.name, value: $0.value) } }
             statistics.recordBody(id: request.ticket.id, body: request.body)
             perform(files.action(for: request.path) ?? Router.route(request), for: request, context: context)
         }

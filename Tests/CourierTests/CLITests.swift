@@ -263,6 +263,7 @@ struct CLITests {
         // Three events a connection, each resumed after the last one received (a drop may lose what was on the wire).
         #expect(demo.stdout.contains("events 1, 2, 3, 4, 5, 6, 7, 8, 9 over "))
         #expect(demo.stdout.contains("), then the server answered 204"))
+        #expect(demo.stdout.contains("a streamed upload's trailer, made after its last chunk: X-Byte-Count: 34 (the server received 34 bytes)"))
         #expect(ContinuousClock.now - started < .seconds(45), "the demo must stay well under a minute")
     }
 }
