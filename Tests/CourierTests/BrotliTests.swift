@@ -60,17 +60,48 @@ struct BrotliTests {
         let compressed = try await Self.compress(Self.text)
         let decoder = try #require(BrotliLibrary.shared.flatMap { BrotliDecoder(library: $0, maximumRatio: 1_000_000) })
         var decoded = Data()
+        var largest = 0
         for byte in compressed {
-            decoded += Data(try decoder.decode(ByteBuffer(bytes: [byte]), url: "/split").readableBytesView)
+            var input = ByteBuffer(bytes: [byte])
+            try decoder.receive(1, url: "/split")
+            repeat {
+                let piece = try decoder.decode(&input, url: "/split")
+                largest = max(largest, piece.readableBytes)
+                decoded += Data(piece.readableBytesView)
+            } while input.readableBytes > 0 || decoder.hasPendingOutput
         }
         try decoder.finish(url: "/split")
         #expect(decoded == Self.text)
+        #expect(largest <= BrotliDecoder.outputChunk)
         // An empty body (a HEAD, a 304) is no error; one that stops short is.
         let empty = try #require(BrotliLibrary.shared.flatMap { BrotliDecoder(library: $0, maximumRatio: 100) })
         try empty.finish(url: "/empty")
         let short = try #require(BrotliLibrary.shared.flatMap { BrotliDecoder(library: $0, maximumRatio: 100) })
-        _ = try short.decode(ByteBuffer(bytes: compressed.prefix(10)), url: "/short")
+        var head = ByteBuffer(bytes: compressed.prefix(10))
+        try short.receive(head.readableBytes, url: "/short")
+        _ = try short.decode(&head, url: "/short")
         #expect(throws: NetworkError.self) { try short.finish(url: "/short") }
+    }
+
+    @Test func aBodyThatInflatesHugelyIsReadInPiecesNotWhole() async throws {
+        // 128 MiB of zeros from a few hundred bytes, allowed by a lenient ratio: read as a stream, each
+        // piece is at most one decoder step, and the process never holds the whole.
+        let size = 128 << 20
+        let compressed = try await Self.compress(Data(count: size), quality: 9)
+        let server = try await server(compressed, piece: compressed.count)
+        defer { Task { try? await server.shutdown() } }
+        let engine = ServerSentEventsTests.engine(server)
+        let op = engine.operation(path: "/huge")
+        op.decompression = .enabled(maximumRatio: 10_000_000)
+        let stream = op.bodyStream
+        engine.enqueue(op)
+        var total = 0, largest = 0
+        for try await chunk in stream {
+            total += chunk.count
+            largest = max(largest, chunk.count)
+        }
+        #expect(total == size)
+        #expect(largest <= BrotliDecoder.outputChunk, "one part of a few hundred bytes came out in 16 KiB pieces")
     }
 
     @Test func aStreamedBodyAndADownloadAreDecodedAsTheyArrive() async throws {

@@ -160,6 +160,58 @@ struct RequestTrailersTests {
         #expect(server.requests.last?.header("Trailer") == nil)
     }
 
+    @Test func aTrailerNamedLikeACredentialIsRefusedSoNoRedirectCanCarryIt() async throws {
+        // Review 18: a 307 to another origin dropped the `X-API-Key` header but not the same trailer.
+        let other = try await conformanceServer()
+        defer { Task { try? await other.shutdown() } }
+        let origin = try await EventStreamServer.start { _, _ in
+            [.head(307, [("Location", "http://localhost:\(other.port)/request"), ("Content-Length", "0")]), .end]
+        }
+        defer { Task { try? await origin.shutdown() } }
+        let engine = ServerSentEventsTests.engine(origin)
+        let key = HTTPField.Name("X-API-Key")!
+        // Given as they are, or announced: refused before anything is sent.
+        for body in [RequestBody.data(Data("payload".utf8)).trailers([key: "secret-key-123"]),
+                     RequestBody.data(Data("payload".utf8)).trailers(announcing: [key]) { [key: "secret-key-123"] }] {
+            let error = await #expect(throws: NetworkError.self) {
+                try await engine.send(engine.operation(path: "/upload", method: .post, body: body))
+            }
+            #expect(error?.code == .invalidHeader)
+        }
+        #expect(origin.requests.isEmpty)
+        // Made after the body without being announced: refused then, and the exchange is aborted.
+        let late = RequestBody.data(Data("payload".utf8)).trailers { [key: "secret-key-123"] }
+        let error = await #expect(throws: NetworkError.self) {
+            try await engine.send(engine.operation(path: "/upload", method: .post, body: late))
+        }
+        #expect(error?.code == .invalidHeader)
+        #expect(origin.requests.isEmpty && other.requests.isEmpty, "no server took the body, nor the key")
+    }
+
+    @Test func aBodyCutShortByCancellationNeverHasItsTrailersMade() async throws {
+        // Review 18: the closure ran over a partial body once the caller's task was cancelled.
+        let server = try await conformanceServer()
+        defer { Task { try? await server.shutdown() } }
+        let engine = ServerSentEventsTests.engine(server)
+        let calls = NIOLockedValueBox(0)
+        let (chunks, continuation) = AsyncStream<[UInt8]>.makeStream()
+        continuation.yield(Array("first part of a longer body".utf8))   // more would follow
+        let name = HTTPField.Name("X-Digest")!
+        let body = RequestBody.stream(chunks).trailers(announcing: [name]) {
+            calls.withLockedValue { $0 += 1 }
+            return [name: "digest-of-a-partial-body"]
+        }
+        let task = Task { try await engine.send(engine.operation(path: "/request", method: .post, body: body)) }
+        try await Task.sleep(for: .milliseconds(300))
+        task.cancel()
+        let outcome = await task.result
+        try await Task.sleep(for: .milliseconds(300))
+        #expect((try? outcome.get()) == nil)
+        #expect(calls.withLockedValue { $0 } == 0, "the body never ended")
+        #expect(server.requests.isEmpty)
+        continuation.finish()
+    }
+
     @Test func aBodyWithTrailersIsNeverFrozen() async throws {
         let server = try await conformanceServer()
         defer { Task { try? await server.shutdown() } }

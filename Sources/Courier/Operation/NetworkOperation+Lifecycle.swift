@@ -17,7 +17,9 @@ extension NetworkOperation {
                 : bodySource?.trailers != nil
                 ? NetworkError(.bodyNotReplayable, "a body with trailer fields cannot be frozen (they are made when it is sent)", url: urlString)
                 : nil
-            let action = storage.machine.enqueue(failingWith: inputError ?? storage.headerError ?? unfreezable)
+            // A trailer named like a credential would carry it past the cross-origin checks: refused.
+            let trailerError = bodySource?.trailers?.refusal(sensitive: context.sensitiveNames)
+            let action = storage.machine.enqueue(failingWith: inputError ?? storage.headerError ?? trailerError ?? unfreezable)
             switch action {
             case .submit:
                 dispatchStateChange(.waiting, in: storage)

@@ -129,7 +129,9 @@ public struct RequestBody: Sendable {
     /// The fields are announced in the request's `Trailer` header field and sent after the body, which
     /// then goes without `Content-Length` (chunked in HTTP/1.1; in HTTP/2 a `HEADERS` frame after the
     /// data). A field that may not be a trailer (`Content-Length`, `Host`, `Authorization`, `Cookie`,
-    /// `Content-Type`, and the others of RFC 9110 §6.5.1) or a value with control characters fails the
+    /// `Content-Type`, and the others of RFC 9110 §6.5.1), a field named like one of the engine's
+    /// credentials (``NetworkEngine/Configuration/sensitiveHeaderNames``, which trailers would carry past
+    /// the checks that keep them from other origins) or a value with control characters fails the
     /// operation with ``NetworkError/Code/invalidHeader`` when it is enqueued. A body with trailers is
     /// never coalesced and cannot be frozen (``NetworkError/Code/bodyNotReplayable``).
     /// ```swift
@@ -139,9 +141,7 @@ public struct RequestBody: Sendable {
     /// - Returns: The body with its trailers.
     public func trailers(_ fields: HTTPFields) -> RequestBody {
         if let error = RequestTrailers.validate(fields) { return RequestBody(storage: .invalid(error), contentType: contentType) }
-        var seen = Set<String>()
-        let names = fields.map(\.name).filter { seen.insert($0.canonicalName).inserted }
-        return withTrailers(RequestTrailers(names: names) { fields })
+        return withTrailers(RequestTrailers(fixed: fields))
     }
 
     /// This body followed by trailer fields computed once the body has been sent, by each attempt that

@@ -9,18 +9,30 @@ import HTTPTypes
 struct RequestTrailers: Sendable {
     /// The names announced in the request's `Trailer` header field, so the server can expect them.
     let names: [HTTPField.Name]
+    /// The fields, when they were given as they are (checked before anything is sent).
+    let fixed: HTTPFields?
     private let make: @Sendable () async throws -> HTTPFields
 
     init(names: [HTTPField.Name], make: @escaping @Sendable () async throws -> HTTPFields) {
         self.names = names
+        self.fixed = nil
         self.make = make
     }
 
+    init(fixed fields: HTTPFields) {
+        var seen = Set<String>()
+        self.names = fields.map(\.name).filter { seen.insert($0.canonicalName).inserted }
+        self.fixed = fields
+        self.make = { fields }
+    }
+
     /// The fields for this attempt, validated.
+    /// - Parameter sensitive: The request's credential names (lowercase): never sent as trailers, which
+    ///   would carry them past the checks that keep them from other origins.
     /// - Returns: The fields.
     /// - Throws: ``NetworkError/Code/invalidHeader`` for a field that may not be a trailer or a value with
     ///   control characters; ``NetworkError/Code/encodingFailed`` wrapping what the closure threw.
-    func fields() async throws(NetworkError) -> HTTPFields {
+    func fields(refusing sensitive: Set<String>) async throws(NetworkError) -> HTTPFields {
         let fields: HTTPFields
         do {
             fields = try await make()
@@ -29,8 +41,24 @@ struct RequestTrailers: Sendable {
         } catch {
             throw NetworkError(.encodingFailed, "the request's trailer fields could not be made: \(error)", underlying: error)
         }
-        if let error = Self.validate(fields) { throw error }
+        if let error = Self.validate(fields) ?? Self.credential(in: fields.map(\.name), sensitive: sensitive) { throw error }
         return fields
+    }
+
+    /// Checks, before anything is sent, that no announced or given field is one of the request's
+    /// credential names.
+    /// - Parameter sensitive: The credential names (lowercase).
+    /// - Returns: An ``NetworkError/Code/invalidHeader`` error, or `nil`.
+    func refusal(sensitive: Set<String>) -> NetworkError? {
+        Self.credential(in: names + (fixed?.map(\.name) ?? []), sensitive: sensitive)
+    }
+
+    private static func credential(in names: [HTTPField.Name], sensitive: Set<String>) -> NetworkError? {
+        for name in names where sensitive.contains(name.canonicalName) || CredentialFields.names.contains(name.canonicalName) {
+            return NetworkError(
+                .invalidHeader, "'\(name.rawName)' is a credential of this engine and may not be sent as a trailer field")
+        }
+        return nil
     }
 
     /// Fields a sender must not put in a trailer section (RFC 9110 §6.5.1): framing, routing, request

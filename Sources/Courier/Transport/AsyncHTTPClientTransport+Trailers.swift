@@ -29,7 +29,11 @@ extension AsyncHTTPClientTransport {
                         try Task.checkCancellation()
                         try await writer.writeRequestBodyPart(part)
                     }
+                    // A stream cut short by the cancellation (an `AsyncStream` then simply ends) is not
+                    // a body sent: its trailers (a digest, a signature) are never made over part of it.
+                    try Task.checkCancellation()
                     let fields = try await trailers()
+                    try Task.checkCancellation()
                     writer.requestBodyStreamFinished(trailers: fields.isEmpty ? nil : HTTPHeaders(http1: fields))
                 } catch {
                     // The exchange fails with this (a failed write means it failed already); it is

@@ -115,7 +115,8 @@ public final class AsyncHTTPClientTransport: HTTPTransport {
             for (name, value) in response.headers {
                 if let fieldName = HTTPField.Name(name) {
                     headers.append(HTTPField(name: fieldName, value: value))
-                    if fieldName == .contentEncoding { encoding = value }
+                    // A second `Content-Encoding` line means several codings: never taken for brotli alone.
+                    if fieldName == .contentEncoding { encoding = encoding == nil ? value : "," }
                 }
             }
             var transportResponse = TransportResponse(

@@ -1,6 +1,8 @@
 import NIOCore
 
-/// A `Content-Encoding: br` body decoded as it is read (RFC 7932), in constant memory, held to the same
+/// A `Content-Encoding: br` body decoded as it is read (RFC 7932), in constant memory: each step hands
+/// out at most ``BrotliDecoder/outputChunk`` decoded bytes, keeping the compressed bytes not yet needed,
+/// so a part that inflates to a gigabyte is read piece by piece like any other body. Held to the same
 /// ratio limit as gzip and deflate: more than `maximumRatio` decoded bytes per compressed byte received
 /// fails with ``NetworkError/Code/bodyTooLarge`` before the excess is produced.
 struct BrotliDecodingBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable where Base.Element == ByteBuffer {
@@ -13,17 +15,26 @@ struct BrotliDecodingBody<Base: AsyncSequence & Sendable>: AsyncSequence, Sendab
         var base: Base.AsyncIterator
         let decoder: BrotliDecoder?
         let url: String
+        /// Compressed bytes received and not yet given to the decoder.
+        var pending = ByteBuffer()
 
         mutating func next() async throws -> ByteBuffer? {
             guard let decoder else {
                 throw NetworkError(.invalidResponse, "a brotli body arrived but libbrotli is not available", url: url)
             }
-            while let part = try await base.next() {
-                let decoded = try decoder.decode(part, url: url)
-                if decoded.readableBytes > 0 { return decoded }
+            while true {
+                if pending.readableBytes > 0 || decoder.hasPendingOutput {
+                    let decoded = try decoder.decode(&pending, url: url)
+                    if decoded.readableBytes > 0 { return decoded }
+                    if pending.readableBytes > 0 || decoder.hasPendingOutput { continue }
+                }
+                guard let part = try await base.next() else {
+                    try decoder.finish(url: url)
+                    return nil
+                }
+                try decoder.receive(part.readableBytes, url: url)
+                pending = part
             }
-            try decoder.finish(url: url)
-            return nil
         }
     }
 
@@ -42,7 +53,10 @@ final class BrotliDecoder {
     private var compressed = 0
     private var decoded = 0
     private var isComplete = false
-    /// Decoded bytes are produced in pieces of this size at most, so the ratio is checked between them.
+    /// The decoder holds output it could not hand over yet (its last step filled the piece).
+    private(set) var hasPendingOutput = false
+    /// The most decoded bytes one step produces: the ratio is checked between steps, and a reader holds
+    /// no more than this at a time.
     static let outputChunk = 16 * 1024
 
     init?(library: BrotliLibrary, maximumRatio: Int) {
@@ -54,47 +68,55 @@ final class BrotliDecoder {
 
     deinit { library.destroyInstance(state) }
 
-    /// Decodes one part of the compressed body.
-    /// - Returns: What it decodes to (possibly nothing yet).
+    /// Counts compressed bytes received (what the ratio limit is measured against).
+    /// - Throws: ``NetworkError/Code/invalidResponse`` for bytes after the end of the compressed stream.
+    func receive(_ count: Int, url: String) throws(NetworkError) {
+        if isComplete, count > 0 { throw Self.corrupt(url, "bytes follow the end of the brotli stream") }
+        compressed += count
+    }
+
+    /// One step: decodes from `input` (advancing its reader index past what was used) up to
+    /// ``outputChunk`` bytes.
+    /// - Returns: The decoded bytes, possibly none (the decoder needs more input).
     /// - Throws: ``NetworkError/Code/bodyTooLarge`` past the ratio; ``NetworkError/Code/invalidResponse``
     ///   for corrupt data or bytes after the end of the compressed stream.
-    func decode(_ part: ByteBuffer, url: String) throws(NetworkError) -> ByteBuffer {
-        guard part.readableBytes > 0 else { return ByteBuffer() }
-        if isComplete { throw Self.corrupt(url, "bytes follow the end of the brotli stream") }
-        compressed += part.readableBytes
-        var output = ByteBuffer()
-        let result: Result<Void, NetworkError> = part.withUnsafeReadableBytes { input in
-            var availableIn = input.count
-            var nextIn = input.baseAddress.map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) }
-            while true {
-                var status: Int32 = 0
-                let produced = output.writeWithUnsafeMutableBytes(minimumWritableBytes: Self.outputChunk) { out in
-                    var availableOut = min(out.count, Self.outputChunk)
-                    var nextOut = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
-                    let offered = availableOut
-                    status = library.decompressStream(state, &availableIn, &nextIn, &availableOut, &nextOut, nil)
-                    return offered - availableOut
-                }
-                decoded += produced
-                let (limit, overflow) = compressed.multipliedReportingOverflow(by: maximumRatio)
-                if !overflow, decoded > limit {
-                    return .failure(NetworkError(
-                        .bodyTooLarge, "the compressed body inflates beyond the decompression ratio limit", url: url))
-                }
-                switch BrotliLibrary.Result(rawValue: status) {
-                case .needsMoreOutput:
-                    continue
-                case .needsMoreInput:
-                    return .success(())
-                case .success:
-                    isComplete = true
-                    return availableIn == 0 ? .success(()) : .failure(Self.corrupt(url, "bytes follow the end of the brotli stream"))
-                case .error, nil:
-                    return .failure(Self.corrupt(url, "the brotli body is corrupt"))
-                }
-            }
+    func decode(_ input: inout ByteBuffer, url: String) throws(NetworkError) -> ByteBuffer {
+        if isComplete {
+            if input.readableBytes > 0 { throw Self.corrupt(url, "bytes follow the end of the brotli stream") }
+            return ByteBuffer()
         }
-        try result.get()
+        var output = ByteBuffer()
+        var status: Int32 = 0
+        let used = input.withUnsafeReadableBytes { source -> Int in
+            var availableIn = source.count
+            var nextIn = source.baseAddress.map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) }
+            _ = output.writeWithUnsafeMutableBytes(minimumWritableBytes: Self.outputChunk) { out in
+                var availableOut = min(out.count, Self.outputChunk)
+                var nextOut = out.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                let offered = availableOut
+                status = library.decompressStream(state, &availableIn, &nextIn, &availableOut, &nextOut, nil)
+                return offered - availableOut
+            }
+            return source.count - availableIn
+        }
+        input.moveReaderIndex(forwardBy: used)
+        decoded += output.readableBytes
+        let (limit, overflow) = compressed.multipliedReportingOverflow(by: maximumRatio)
+        if !overflow, decoded > limit {
+            throw NetworkError(.bodyTooLarge, "the compressed body inflates beyond the decompression ratio limit", url: url)
+        }
+        hasPendingOutput = false
+        switch BrotliLibrary.Result(rawValue: status) {
+        case .needsMoreOutput:
+            hasPendingOutput = true
+        case .needsMoreInput:
+            break
+        case .success:
+            isComplete = true
+            if input.readableBytes > 0 { throw Self.corrupt(url, "bytes follow the end of the brotli stream") }
+        case .error, nil:
+            throw Self.corrupt(url, "the brotli body is corrupt")
+        }
         return output
     }
 

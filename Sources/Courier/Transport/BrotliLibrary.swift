@@ -38,9 +38,11 @@ struct BrotliLibrary: @unchecked Sendable {
     /// Whether `br` bodies can be decoded here.
     static var isAvailable: Bool { shared != nil }
 
+    /// Linux: names the dynamic linker looks up in the system's library folders. macOS: absolute paths
+    /// only, since dyld may look for a bare name in the working directory.
     private static let candidates = [
         "libbrotlidec.so.1", "libbrotlidec.so",
-        "libbrotlidec.1.dylib", "/opt/homebrew/lib/libbrotlidec.1.dylib", "/usr/local/lib/libbrotlidec.1.dylib",
+        "/opt/homebrew/lib/libbrotlidec.1.dylib", "/usr/local/lib/libbrotlidec.1.dylib",
     ]
 
     private static func load() -> BrotliLibrary? {

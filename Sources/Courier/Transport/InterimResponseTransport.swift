@@ -130,7 +130,7 @@ struct InterimResponseTransport: HTTPTransport {
                     status: HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase),
                     headers: Self.fields(head.headers),
                     body: ContentCoding.decoding(
-                        body, encoding: head.headers.first(name: "Content-Encoding"), decompression: options.decompression, url: url),
+                        body, encoding: head.headers["Content-Encoding"].count == 1 ? head.headers.first(name: "Content-Encoding") : nil, decompression: options.decompression, url: url),
                     version: NetworkResponse.ProtocolVersion(major: head.version.major, minor: head.version.minor))
                 response.trailers = { AsyncHTTPClientTransport.trailerFields(trailers.withLockedValue { $0 }) }
                 return response

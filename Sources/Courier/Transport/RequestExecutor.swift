@@ -218,7 +218,8 @@ struct RequestExecutor: Sendable {
                 MeteredParts(base: measured.makeStream(), total: total, progress: upload, throttles: throttles)
             }
             if let trailers = measured.trailers {
-                transportRequest.trailers = { try await trailers.fields() }
+                let sensitive = request.sensitiveNames
+                transportRequest.trailers = { try await trailers.fields(refusing: sensitive) }
             }
         } else if let body = request.body, Throttle.limits(request.destination.throttles) {
             // A body in memory under a bandwidth limit goes part by part like a file, each part waiting its turn.
