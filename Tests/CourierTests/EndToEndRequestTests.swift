@@ -143,11 +143,14 @@ struct EndToEndRequestTests {
 
     @Test func aRefusedConnectionIsCannotConnect() async throws {
         let port = try await TestServer.vacantPort()
-        let engine = NetworkEngine(host: "127.0.0.1", port: port, isSecure: false, queue: NetworkQueue())
+        let engine = NetworkEngine(
+            host: "127.0.0.1", port: port, isSecure: false, configuration: .init { $0.timeouts.connect = .seconds(30) },
+            queue: NetworkQueue())
         let started = ContinuousClock.now
         #expect(await failure(of: engine.operation(path: "/get"))?.code == .cannotConnect)
-        // Well inside the 10 s connect timeout: a refused connection is not retried until it expires.
-        #expect(ContinuousClock.now - started < .seconds(9))
+        // Well inside the 30 s connect timeout: a refused connection is not retried until it expires (the
+        // margin is wide because the whole suite shares two cores: 9.9 s was once seen for a refusal).
+        #expect(ContinuousClock.now - started < .seconds(20))
     }
 
     @Test func statusErrorsCarryTheBodyAndBasicAuthWorks() async throws {
